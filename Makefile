@@ -1,0 +1,23 @@
+# Entry points for newcomers and CI. Each sets up .venv on first use; nothing
+# needs to be installed beforehand except Python 3.10+.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup test
+
+setup: $(STAMP)
+
+# torch is pinned for development: 2.13.0 installs from local disk, a newer
+# release would download a multi-GB CUDA build. The package accepts torch>=2.6.
+# The editable install uses compat mode: mypy cannot see PEP 660 import hooks.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e ".[dev]" --config-settings editable_mode=compat
+	touch $@
+
+test: $(STAMP)
+	$(BIN)/python -m pytest

@@ -1,0 +1,72 @@
+"""spmd_types: SPMD types for distributed PyTorch, checked statically by mypy.
+
+Annotate tensors with one local SPMD type per device-mesh axis::
+
+    from typing import Annotated
+    from torch import Tensor
+    import spmd_types as spmd
+    from spmd_types import R, V
+
+    def mlp(x: Annotated[Tensor, R["dp"], V["tp"]]) -> Annotated[Tensor, R["dp"], V["tp"]]: ...
+
+and change types only through the collectives and casts of this package
+(``all_reduce``, ``all_gather``, ``reduce_scatter``, ``all_to_all``, ``ppermute``,
+``reinterpret``, ``convert``, ``redistribute``), whose autograd backwards are
+exactly what the types promise.  The mypy plugin ``spmd_mypy`` checks the
+annotations; at run time they are erased.
+
+The markers import nothing heavy; the collectives load torch on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from spmd_types.typesystem.annotations import AnnotationError, Axis
+from spmd_types.typesystem.local_types import I, P, R, S, Shard, V
+from spmd_types.typesystem.partition_spec import PartitionSpec
+
+# Runtime names and the module that defines each; loaded (with torch) on first access.
+_RUNTIME = {
+    "all_reduce": "spmd_types._collectives",
+    "all_gather": "spmd_types._collectives",
+    "reduce_scatter": "spmd_types._collectives",
+    "all_to_all": "spmd_types._collectives",
+    "ppermute": "spmd_types._collectives",
+    "redistribute": "spmd_types._collectives",
+    "reinterpret": "spmd_types._local",
+    "convert": "spmd_types._local",
+    "set_current_mesh": "spmd_types._mesh",
+    "current_mesh": "spmd_types._mesh",
+    "axis_index": "spmd_types._mesh",
+    "axis_size": "spmd_types._mesh",
+    "assert_type": "spmd_types._checks",
+    "SpmdRuntimeError": "spmd_types._errors",
+}
+
+__all__ = [
+    "AnnotationError",
+    "Axis",
+    "I",
+    "P",
+    "PartitionSpec",
+    "R",
+    "S",
+    "Shard",
+    "V",
+    *_RUNTIME,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _RUNTIME.get(name)
+    if module is None:
+        raise AttributeError(f"module 'spmd_types' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_RUNTIME))

@@ -1,0 +1,403 @@
+"""Collectives and casts: which ``src``/``dst`` each call accepts, and their backwards.
+
+The seeds' design lists every way to change a tensor's type on one mesh axis
+as a *primitive transition* ``call(src -> dst)`` together with the transition
+its backward performs.  The backward of ``src -> dst`` always goes from the
+gradient type of ``dst`` to the gradient type of ``src``, so the table only has
+to say *which call* the backward is; :func:`backward` derives its types.
+
+User-facing calls (``all_reduce(x, axis, *, src=P, dst)`` and so on) route each
+allowed ``(src, dst)`` pair to a short sequence of primitives
+(``all_reduce(src=V)`` is ``reinterpret(V -> P)`` then ``all_reduce(P -> dst)``).
+The runtime library runs exactly these sequences, forward and backward, and
+the plugin uses the same table to check calls and to suggest fixes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Union
+
+from spmd_types.typesystem.local_types import (
+    WEAK,
+    ZERO,
+    AxisType,
+    I,
+    LocalType,
+    P,
+    R,
+    Shard,
+    V,
+    gradient_type,
+    is_varying,
+)
+from spmd_types.typesystem.violations import Code, Fix, Violation
+
+__all__ = [
+    "CALLS",
+    "CallOutcome",
+    "CallSpec",
+    "Endpoint",
+    "Transition",
+    "backward",
+    "check_call",
+    "cost",
+    "fix",
+    "fixes_between",
+    "primitive_transitions",
+    "route",
+    "type_arg",
+]
+
+Endpoint = Union[LocalType, Shard]
+"""A ``src`` or ``dst`` value: ``R``, ``I``, ``V``, ``P`` or ``S(i)``."""
+
+
+def _kind(t: Endpoint) -> str:
+    return "S" if isinstance(t, Shard) else t.code
+
+
+def type_arg(t: Endpoint) -> str:
+    """How ``t`` is spelled as a ``src=``/``dst=`` argument: ``R`` or ``S(0)``."""
+    return t.code
+
+
+# -- primitive transitions ---------------------------------------------------------
+
+# (call, src kind, dst kind) -> (what the forward does to local data, backward call).
+# "S" stands for a shard S(i); the dims follow the types through `backward`.
+_PRIMITIVES: Final[dict[tuple[str, str, str], tuple[str, str]]] = {
+    ("reinterpret", "R", "I"): ("no-op", "convert"),
+    ("reinterpret", "I", "R"): ("no-op", "all_reduce"),
+    ("reinterpret", "R", "V"): ("no-op", "reinterpret"),
+    ("reinterpret", "R", "P"): ("no-op", "reinterpret"),
+    ("reinterpret", "V", "P"): ("no-op", "reinterpret"),
+    ("convert", "R", "V"): ("local slice", "convert"),
+    ("convert", "R", "S"): ("local slice", "convert"),
+    ("convert", "R", "P"): ("mask to rank 0", "convert"),
+    ("convert", "I", "V"): ("local slice", "all_gather"),
+    ("convert", "I", "S"): ("local slice", "all_gather"),
+    ("convert", "I", "P"): ("mask to rank 0", "reinterpret"),
+    ("convert", "V", "P"): ("zero padding", "convert"),
+    ("convert", "S", "P"): ("zero padding", "convert"),
+    ("all_gather", "V", "R"): ("all-gather", "reduce_scatter"),
+    ("all_gather", "S", "R"): ("all-gather", "reduce_scatter"),
+    ("all_gather", "V", "I"): ("all-gather", "convert"),
+    ("all_gather", "S", "I"): ("all-gather", "convert"),
+    ("all_reduce", "P", "R"): ("all-reduce", "all_reduce"),
+    ("all_reduce", "P", "I"): ("all-reduce", "reinterpret"),
+    ("reduce_scatter", "P", "V"): ("reduce-scatter", "all_gather"),
+    ("reduce_scatter", "P", "S"): ("reduce-scatter", "all_gather"),
+    ("all_to_all", "V", "V"): ("all-to-all", "all_to_all"),
+    ("all_to_all", "V", "S"): ("all-to-all", "all_to_all"),
+    ("all_to_all", "S", "V"): ("all-to-all", "all_to_all"),
+    ("all_to_all", "S", "S"): ("all-to-all", "all_to_all"),
+    ("ppermute", "V", "V"): ("point-to-point exchange", "ppermute"),
+}
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A primitive type change ``call(src -> dst)`` on one mesh axis."""
+
+    call: str
+    src: Endpoint
+    dst: Endpoint
+
+    def __post_init__(self) -> None:
+        if (self.call, _kind(self.src), _kind(self.dst)) not in _PRIMITIVES:
+            raise ValueError(f"{self} is not a primitive transition")
+
+    def __str__(self) -> str:
+        return f"{self.call}({self.src.code} -> {self.dst.code})"
+
+    @property
+    def effect(self) -> str:
+        """What the forward does to the local data (``all-reduce``, ``no-op``, ...)."""
+        return _PRIMITIVES[(self.call, _kind(self.src), _kind(self.dst))][0]
+
+
+def backward(t: Transition) -> Transition:
+    """The transition the backward of ``t`` performs on gradients."""
+    call = _PRIMITIVES[(t.call, _kind(t.src), _kind(t.dst))][1]
+    return Transition(call, gradient_type(t.dst), gradient_type(t.src))
+
+
+def primitive_transitions(shard_dims: tuple[int, ...] = (0,)) -> tuple[Transition, ...]:
+    """Every primitive transition, with shards instantiated at ``shard_dims``."""
+    return tuple(
+        Transition(call, s, d)
+        for call, src, dst in _PRIMITIVES
+        for s in _endpoints(src, shard_dims)
+        for d in _endpoints(dst, shard_dims)
+    )
+
+
+def _endpoints(kind: str, shard_dims: tuple[int, ...]) -> tuple[Endpoint, ...]:
+    if kind == "S":
+        return tuple(Shard(d) for d in shard_dims)
+    return ({t.code: t for t in (R, I, V, P)}[kind],)
+
+
+# -- user-facing calls -------------------------------------------------------------
+
+_Steps = tuple[tuple[str, str, str], ...]
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    """A collective or cast: its keyword defaults and the pairs it accepts.
+
+    ``src_default``/``dst_default`` of ``None`` mean the argument is required.
+    ``pairs`` maps ``(src kind, dst kind)`` to the primitive steps it runs, each
+    ``(call, from, to)`` where ``from``/``to`` are ``"src"``, ``"dst"`` (the
+    caller's values) or a fixed type code such as ``"P"``.
+    """
+
+    name: str
+    src_default: Endpoint | None
+    dst_default: Endpoint | None
+    pairs: dict[tuple[str, str], _Steps]
+    summary: str
+
+
+def _direct(call: str, *pairs: tuple[str, str]) -> dict[tuple[str, str], _Steps]:
+    """Pairs that run the single primitive ``call(src -> dst)``."""
+    return {pair: ((call, "src", "dst"),) for pair in pairs}
+
+
+# A varying input to a reduction is taken as its own partial sum: reinterpret(V -> P) first.
+_VIA_PARTIAL: Final = ("reinterpret", "src", "P")
+
+_CAST_PAIRS: Final = {
+    **_direct("reinterpret", ("R", "I"), ("I", "R")),
+    **_direct("convert", ("R", "V"), ("R", "S"), ("I", "V"), ("I", "S")),
+    **_direct("convert", ("R", "P"), ("I", "P"), ("V", "P"), ("S", "P")),
+}
+
+CALLS: Final[dict[str, CallSpec]] = {
+    spec.name: spec
+    for spec in (
+        CallSpec(
+            "all_reduce",
+            P,
+            None,
+            {
+                **_direct("all_reduce", ("P", "R"), ("P", "I")),
+                ("V", "R"): (_VIA_PARTIAL, ("all_reduce", "P", "dst")),
+                ("V", "I"): (_VIA_PARTIAL, ("all_reduce", "P", "dst")),
+            },
+            "sum over the axis; every rank gets the result",
+        ),
+        CallSpec(
+            "all_gather",
+            V,
+            None,
+            _direct("all_gather", ("V", "R"), ("V", "I"), ("S", "R"), ("S", "I")),
+            "every rank gets all ranks' tensors, stacked (V) or concatenated (S(i))",
+        ),
+        CallSpec(
+            "reduce_scatter",
+            P,
+            V,
+            {
+                **_direct("reduce_scatter", ("P", "V"), ("P", "S")),
+                ("V", "V"): (_VIA_PARTIAL, ("reduce_scatter", "P", "dst")),
+                ("V", "S"): (_VIA_PARTIAL, ("reduce_scatter", "P", "dst")),
+            },
+            "sum over the axis; each rank keeps its own slice",
+        ),
+        CallSpec(
+            "all_to_all",
+            V,
+            V,
+            _direct("all_to_all", ("V", "V"), ("V", "S"), ("S", "V"), ("S", "S")),
+            "each rank sends slice j of its tensor to rank j",
+        ),
+        CallSpec(
+            "reinterpret",
+            None,
+            None,
+            {
+                **_direct("reinterpret", ("R", "I"), ("I", "R"), ("R", "V"), ("R", "P"), ("V", "P")),
+                ("I", "V"): (("reinterpret", "src", "R"), ("reinterpret", "R", "dst")),
+            },
+            "change the type, keep the local data (the global value may change)",
+        ),
+        CallSpec(
+            "convert",
+            None,
+            None,
+            _CAST_PAIRS,
+            "change the type, keep the global value, no communication",
+        ),
+        CallSpec(
+            "redistribute",
+            None,
+            None,
+            {
+                **_CAST_PAIRS,
+                **_direct("all_gather", ("V", "R"), ("S", "R"), ("V", "I"), ("S", "I")),
+                **_direct("all_reduce", ("P", "R"), ("P", "I")),
+                **_direct("reduce_scatter", ("P", "V"), ("P", "S")),
+                **_direct("all_to_all", ("S", "S")),
+                **{pair: () for pair in (("R", "R"), ("I", "I"), ("V", "V"), ("P", "P"), ("V", "S"), ("S", "V"))},
+            },
+            "change the type, keep the global value, communicating as needed",
+        ),
+        CallSpec(
+            "ppermute",
+            V,
+            V,
+            _direct("ppermute", ("V", "V")),
+            "send each rank's tensor to another rank along a permutation",
+        ),
+    )
+}
+
+
+def route(call: str, src: Endpoint, dst: Endpoint) -> tuple[Transition, ...] | None:
+    """The primitive transitions ``call(src=..., dst=...)`` runs, or ``None`` if not allowed.
+
+    An empty tuple means the call is the identity (``redistribute`` to the same type).
+    """
+    steps = CALLS[call].pairs.get((_kind(src), _kind(dst)))
+    if steps is None:
+        return None
+    if call == "redistribute" and src == dst:
+        return ()
+    ends: dict[str, Endpoint] = {"src": src, "dst": dst, "P": P, "R": R}
+    return tuple(Transition(step, ends[a], ends[b]) for step, a, b in steps)
+
+
+def cost(steps: tuple[Transition, ...]) -> str:
+    """``"<forward> forward, <backward> in backward"`` for a route."""
+    backward_steps = tuple(backward(t) for t in reversed(steps))
+    return f"{_effects(steps)} forward, {_effects(backward_steps)} in backward"
+
+
+def _effects(steps: tuple[Transition, ...]) -> str:
+    effects = [t.effect for t in steps if t.effect != "no-op"]
+    return " then ".join(effects) if effects else "no-op"
+
+
+_FIX_CALLS: Final = ("convert", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "reinterpret")
+
+
+def fix(call: str, have: Endpoint, want: Endpoint, axis: str, operand: int | None = None) -> Fix | None:
+    """``call(x, axis, src=have, dst=want)`` as a :class:`Fix`, or ``None`` if not allowed."""
+    steps = route(call, have, want)
+    if not steps:
+        return None
+    text = f'{call}({{x}}, "{axis}", src={type_arg(have)}, dst={type_arg(want)})'
+    return Fix(text, cost(steps), operand)
+
+
+def fixes_between(
+    have: Endpoint, want: Endpoint, axis: str, operand: int | None = None
+) -> tuple[Fix, ...]:
+    """Calls that turn a value of type ``have`` into ``want`` on ``axis``.
+
+    Semantics-preserving calls (``convert`` and the collectives) come before
+    ``reinterpret``, which keeps the local data but changes the global value.
+    ``all_reduce`` of a varying value is spelled as the explicit reinterpret it
+    implies, so it is not offered.
+    """
+    found = (
+        fix(call, have, want, axis, operand)
+        for call in _FIX_CALLS
+        if not (call == "all_reduce" and is_varying(have))
+    )
+    return tuple(f for f in found if f is not None)
+
+
+# -- checking one call ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """The result of checking one collective or cast call on one axis.
+
+    ``output`` is the type on the axis afterwards; ``steps`` the route the call
+    runs (``None`` when the call is not allowed); ``violations`` what is wrong.
+    """
+
+    output: Endpoint | None
+    steps: tuple[Transition, ...] | None
+    violations: tuple[Violation, ...] = ()
+
+
+def check_call(
+    call: str,
+    axis: str,
+    have: AxisType | None,
+    src: Endpoint | None,
+    dst: Endpoint | None,
+) -> CallOutcome:
+    """Check ``call(x, axis, src=src, dst=dst)`` for an input of type ``have`` on ``axis``.
+
+    ``src``/``dst`` of ``None`` mean the argument was not passed: the call's
+    default applies, and a missing required one is a violation.  ``have`` of
+    ``None`` means the input is unknown on ``axis``: any ``src`` is accepted.
+    The output type is ``dst`` whenever ``dst`` is known.
+    """
+    spec = CALLS[call]
+    src = src if src is not None else spec.src_default
+    dst = dst if dst is not None else spec.dst_default
+    if src is None or dst is None:
+        missing = [name for name, value in (("src", src), ("dst", dst)) if value is None]
+        position = 0 if missing == ["src"] else 1
+        options = sorted({pair[position] for pair in spec.pairs})
+        spelled = ", ".join("S(i)" if kind == "S" else kind for kind in options)
+        reason = f"{call} needs {'= and '.join(missing)}= ({spelled})"
+        return CallOutcome(dst, None, (Violation(Code.COLLECTIVE, axis, reason),))
+    steps = route(call, src, dst)
+    if steps is None:
+        reason = f"{call} does not accept src={type_arg(src)}, dst={type_arg(dst)}"
+        violation = Violation(
+            Code.COLLECTIVE, axis, reason, (type_arg(src), type_arg(dst)), (), fixes_between(src, dst, axis)
+        )
+        return CallOutcome(dst, None, (violation,))
+    if have is None or src_accepts(src, have):
+        return CallOutcome(dst, steps)
+    return CallOutcome(dst, steps, (_src_mismatch(call, axis, have, src, dst),))
+
+
+def src_accepts(src: Endpoint, have: AxisType) -> bool:
+    """Whether an input of type ``have`` on the axis matches the declared ``src``.
+
+    ``V`` and ``S(i)`` match each other (a shard is a varying tensor); ``S(i)``
+    does not match ``S(j)``.  A varying input matches ``src=P`` (a reduction
+    takes it as its own partial sum).  Zero matches anything; other constants
+    match every type but ``P``.
+    """
+    if have is ZERO:
+        return True
+    if have is WEAK:
+        return src is not P
+    if isinstance(src, Shard):
+        return have is V or have == src
+    if src is V:
+        return is_varying(have)
+    if src is P:
+        return have is P or is_varying(have)
+    return have is src
+
+
+def _src_mismatch(call: str, axis: str, have: AxisType, src: Endpoint, dst: Endpoint) -> Violation:
+    reason = f"the input is {have.code} but {call} was told src={type_arg(src)}"
+    if isinstance(have, Shard) and isinstance(src, Shard):
+        reason += " (sharded along another dim)"
+    elif src is P and have in (R, I):
+        reason += f"; summing {have.code} data over the axis multiplies it by the axis size"
+        if have == dst:
+            reason += f" (the input is already {have.code})"
+    elif is_varying(src) and have in (R, I):
+        reason += "; every rank would contribute the same data"
+    fixes: tuple[Fix, ...] = ()
+    if isinstance(have, (LocalType, Shard)):
+        # Offer ways to reach the type the call produces from the type the input has.
+        target = src if call in ("all_to_all", "ppermute") else dst
+        if have != target:
+            fixes = fixes_between(have, target, axis)
+    return Violation(Code.COLLECTIVE, axis, reason, (have.code, type_arg(src)), (0,), fixes)

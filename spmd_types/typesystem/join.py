@@ -1,0 +1,330 @@
+"""The per-axis join: the result type of an ordinary op, or why there is none.
+
+:func:`apply_op` takes an op's :class:`~spmd_types.typesystem.ops.OpRule` and
+the SPMD types of its operands and computes, on every mesh axis independently:
+
+======================================================  ======================
+operands on the axis                                    result
+======================================================  ======================
+any operand unknown                                     unknown, no error
+only R and constants                                    R
+only I and constants                                    I
+R, V/S(i) and constants, at least one V/S(i)            V
+I together with R, V or P                               error (``spmd-mix``)
+P together with V                                       error (``spmd-mix``)
+P through a non-linear op or as a non-linear argument   error (``spmd-partial``)
+P in a sum whose every non-zero summand has one P
+factor, other factors R or constants                    P
+P in a sum with a summand without a P factor            error (``spmd-partial``)
+two P factors in one product                            error (``spmd-partial``)
+======================================================  ======================
+
+Constants are ``weak`` (fits R, I and V) or ``zero`` (fits anything, and a
+product with a zero factor is a zero summand).  :func:`check_fits` decides
+whether a value of one type may stand where another is declared or written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from spmd_types.typesystem.collectives import fixes_between
+from spmd_types.typesystem.local_types import (
+    WEAK,
+    ZERO,
+    AxisType,
+    Constant,
+    I,
+    LocalType,
+    P,
+    R,
+    Shard,
+    V,
+    is_varying,
+)
+from spmd_types.typesystem.ops import OpRule, Result, canonical_param
+from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
+from spmd_types.typesystem.violations import Code, Fix, Violation
+
+__all__ = ["OpOutcome", "Operand", "apply_op", "check_fits", "fits"]
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A value passed to an op: the argument it was passed as, and its SPMD type.
+
+    A Python scalar is ``SpmdType(default=WEAK)`` (``ZERO`` for a literal 0).
+    A sequence argument such as ``cat(tensors)`` gives one operand per element.
+    """
+
+    param: str
+    type: SpmdType
+
+
+@dataclass(frozen=True)
+class OpOutcome:
+    """The result type of an op and the violations found on its way.
+
+    On an axis with a violation the result is unknown, so that one mistake is
+    reported once and not again at every later use.
+    """
+
+    result: SpmdType
+    violations: tuple[Violation, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Roles:
+    """How an op uses each operand: which products it forms, which it is not linear in."""
+
+    products: tuple[tuple[int, ...], ...]
+    nonlinear: tuple[int, ...]
+    linear_op: bool
+
+    def without(self, k: int) -> _Roles:
+        def drop(indices: tuple[int, ...]) -> tuple[int, ...]:
+            return tuple(i for i in indices if i != k)
+
+        products = tuple(p for p in (drop(p) for p in self.products) if p)
+        return _Roles(products, drop(self.nonlinear), self.linear_op)
+
+    @property
+    def members(self) -> tuple[int, ...]:
+        return tuple(sorted({i for p in self.products for i in p} | set(self.nonlinear)))
+
+
+def _roles(rule: OpRule, params: Sequence[str], passed: Collection[str]) -> _Roles:
+    linear_op = bool(rule.terms) and not any(name in passed for name in rule.nonlinear_if)
+    active = [k for k, name in enumerate(params) if name not in rule.ignored]
+    if not linear_op:
+        return _Roles((), tuple(active), False)
+    products: list[tuple[int, ...]] = []
+    placed: set[int] = set()
+    for term in rule.terms:
+        members = tuple(k for k in active if params[k] in term)
+        placed.update(members)
+        if len(term) == 1 and not rule.sequence_product:
+            products.extend((k,) for k in members)  # each element of a sequence is a summand
+        elif members:
+            products.append(members)
+    # Arguments the rule does not place in a product are taken as non-linear.
+    nonlinear = tuple(k for k in active if k not in placed)
+    return _Roles(tuple(products), nonlinear, True)
+
+
+def apply_op(
+    rule: OpRule, operands: Sequence[Operand], passed: Collection[str] = ()
+) -> OpOutcome:
+    """The result type of an op with rule ``rule`` applied to ``operands``.
+
+    ``passed`` names the non-tensor arguments given explicitly (``rounding_mode``),
+    which can make an op non-linear.  For in-place ops the result must also fit
+    the type of the ``input`` operand, which it keeps.
+    """
+    params = [canonical_param(op.param) for op in operands]
+    types = [op.type for op in operands]
+    violations: tuple[Violation, ...] = ()
+    if rule.result is Result.ZERO:
+        result = SpmdType(default=ZERO)
+    elif rule.result is Result.WEAK:
+        result = SpmdType(default=WEAK)
+    elif rule.result is Result.FRESH:
+        result = UNKNOWN
+    else:
+        result, violations = _join(_roles(rule, params, passed), types)
+        if rule.result is Result.DETACH:
+            result = _detached(result)
+    if rule.inplace and "input" in params:
+        target = types[params.index("input")]
+        violations += check_fits(result, target, code=Code.INPLACE)
+        result = target
+    return OpOutcome(result, violations)
+
+
+def _join(roles: _Roles, types: Sequence[SpmdType]) -> tuple[SpmdType, tuple[Violation, ...]]:
+    members = roles.members
+    axes = sorted({axis for k in members for axis in types[k].axes})
+    result: dict[str, AxisType] = {}
+    violations: list[Violation] = []
+    for axis in axes:
+        kinds = [types[k].get(axis) for k in range(len(types))]
+        joined, violation = _join_axis(axis, roles, kinds)
+        if violation is not None:
+            violations.append(violation)
+        elif joined is not None:
+            result[axis] = joined
+    default = None
+    if members and all(types[k].default is not None for k in members):
+        defaults = [types[k].default for k in range(len(types))]
+        joined_default, problem = _join_axis("*", roles, defaults)
+        if problem is None and isinstance(joined_default, Constant):
+            default = joined_default
+    return SpmdType(result, default), tuple(violations)
+
+
+def _detached(t: SpmdType) -> SpmdType:
+    """Without a gradient, R and I coincide: both become weak constants."""
+    return SpmdType(
+        {axis: WEAK if kind in (R, I) else kind for axis, kind in t.items()}, t.default
+    )
+
+
+def _join_axis(
+    axis: str, roles: _Roles, kinds: Sequence[AxisType | None]
+) -> tuple[AxisType | None, Violation | None]:
+    """Join the operand types ``kinds`` on one axis; see the module table.
+
+    Returns ``(type, None)``, ``(None, None)`` when the result is unknown, or
+    ``(None, violation)``.
+    """
+    joined, violation = _join_axis_raw(axis, roles, kinds)
+    if violation is None:
+        return joined, None
+    return None, _with_fixes(violation, axis, roles, kinds)
+
+
+def _join_axis_raw(
+    axis: str, roles: _Roles, kinds: Sequence[AxisType | None]
+) -> tuple[AxisType | None, Violation | None]:
+    members = roles.members
+    present = [kind for k in members if (kind := kinds[k]) is not None]
+    if len(present) < len(members):
+        return None, None
+    tensors = [kind for kind in present if not isinstance(kind, Constant)]
+    has_p = P in tensors
+    has_i = I in tensors
+    varying = [kind for kind in tensors if is_varying(kind)]
+    if has_i and (len(set(tensors)) > 1):
+        others = sorted({kind.code for kind in tensors if kind is not I})
+        return None, _violation(Code.MIX, axis, f"I does not mix with {', '.join(others)}", kinds, members)
+    if has_p and varying:
+        return None, _violation(
+            Code.MIX, axis, "P (a pending sum) does not mix with V (per-rank data)", kinds, members
+        )
+    if has_p:
+        return _join_partial(axis, roles, kinds)
+    if varying:
+        return V, None
+    if tensors:
+        return tensors[0], None  # all R, or all I
+    return (ZERO if all(kind is ZERO for kind in present) else WEAK), None
+
+
+def _join_partial(
+    axis: str, roles: _Roles, kinds: Sequence[AxisType | None]
+) -> tuple[AxisType | None, Violation | None]:
+    """Join on an axis where a P operand (and no V or I) is present."""
+    if not roles.linear_op:
+        return None, _violation(
+            Code.PARTIAL, axis, "P (a pending sum) through a non-linear op", kinds, roles.members
+        )
+    for k in roles.nonlinear:
+        if kinds[k] is P:
+            return None, _violation(
+                Code.PARTIAL, axis, "P (a pending sum) as an argument the op is not linear in", kinds, (k,)
+            )
+    for product in roles.products:
+        factors = [kinds[k] for k in product]
+        if ZERO in factors:
+            continue  # a zero summand adds nothing, whatever its type
+        p_count = factors.count(P)
+        if p_count > 1:
+            return None, _violation(
+                Code.PARTIAL, axis, "a product of two P factors (a product of sums is not the sum of products)",
+                kinds, product,
+            )
+        if p_count == 0:
+            spelled = " * ".join(kind.code for kind in factors if kind is not None)
+            return None, _violation(
+                Code.PARTIAL, axis,
+                f"P plus a non-partial term ({spelled}), which would be added once per rank",
+                kinds, roles.members,
+            )
+    return P, None
+
+
+def _violation(
+    code: Code, axis: str, reason: str, kinds: Sequence[AxisType | None], involved: Sequence[int]
+) -> Violation:
+    codes = tuple(kind.code for k in involved if (kind := kinds[k]) is not None)
+    return Violation(code, axis, reason, codes, tuple(involved))
+
+
+# Semantics-preserving casts worth suggesting on one operand, in order of preference.
+# (R -> V would slice and V -> R gather: they change what the op computes, so they
+# are not offered as fixes for an op; they are offered at boundaries.)
+_CANDIDATE_CASTS: Final[tuple[tuple[LocalType, LocalType], ...]] = (
+    (I, R), (P, R), (R, P), (P, I), (I, P),
+)
+
+
+def _with_fixes(
+    violation: Violation, axis: str, roles: _Roles, kinds: Sequence[AxisType | None]
+) -> Violation:
+    """``violation`` with the single-operand casts that would make the join succeed."""
+    fixes: list[Fix] = []
+    for k in roles.members:
+        natural = None
+        rest = roles.without(k)
+        if rest.members:
+            natural, problem = _join_axis_raw(axis, rest, kinds)
+            if problem is not None or isinstance(natural, Constant):
+                natural = None  # nothing to preserve: any successful cast will do
+        for have, want in _CANDIDATE_CASTS:
+            if kinds[k] is not have:
+                continue
+            trial = list(kinds)
+            trial[k] = want
+            joined, problem = _join_axis_raw(axis, roles, trial)
+            if problem is not None or (natural is not None and joined != natural):
+                continue
+            fixes.extend(fixes_between(have, want, axis, operand=k)[:1])
+    if not fixes:
+        return violation
+    return Violation(
+        violation.code, violation.axis, violation.reason, violation.types, violation.operands, tuple(fixes)
+    )
+
+
+# -- declarations, assignments, writes -----------------------------------------------
+
+
+def fits(value: AxisType | None, declared: AxisType | None) -> bool:
+    """Whether a value of type ``value`` may stand where ``declared`` is expected.
+
+    Unknown on either side fits; so do equal types, ``V`` and ``S(i)`` either
+    way, zero anywhere, and weak constants anywhere but ``P``.
+    """
+    if value is None or declared is None or value == declared or value is ZERO:
+        return True
+    if value is WEAK:
+        return declared is not P
+    if isinstance(declared, Constant):
+        return False
+    if isinstance(value, Shard) and isinstance(declared, Shard):
+        return False
+    return is_varying(value) and is_varying(declared)
+
+
+def check_fits(value: SpmdType, declared: SpmdType, code: Code = Code.BOUNDARY) -> tuple[Violation, ...]:
+    """One violation per axis on which ``value`` does not fit ``declared``.
+
+    Each carries the casts or collectives that would turn the value's type
+    into the declared one.
+    """
+    violations = []
+    for axis in sorted(set(value.axes) | set(declared.axes)):
+        have, want = value.get(axis), declared.get(axis)
+        if fits(have, want) or have is None or want is None:
+            continue
+        fixes: tuple[Fix, ...] = ()
+        if isinstance(have, (LocalType, Shard)) and isinstance(want, (LocalType, Shard)):
+            fixes = fixes_between(have, want, axis)
+        if code is Code.INPLACE:
+            reason = f"writes a {have.code} value into a {want.code} tensor"
+        else:
+            reason = f"expected {want.code}, got {have.code}"
+        violations.append(Violation(code, axis, reason, (have.code, want.code), (), fixes))
+    return tuple(violations)

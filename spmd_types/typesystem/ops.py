@@ -1,0 +1,351 @@
+"""The op table: how each ordinary torch operation combines SPMD types.
+
+An :class:`OpRule` describes an op as a *sum of products* of its tensor
+arguments, which is what decides whether a partial sum (``P``) may flow
+through it:
+
+* ``add(input, other)`` is linear: the terms ``input`` and ``other`` are each a
+  summand, so ``P + P`` is ``P`` but ``P + R`` counts ``R`` once per rank;
+* ``mul(input, other)`` is multilinear: one term with two factors, so ``P * R``
+  is ``P`` but ``P * P`` is not;
+* ``linear(input, weight, bias)`` is both: ``input @ weight.T`` plus ``bias``;
+* arguments the op is not linear in (a divisor, the condition of ``where``, the
+  index of ``gather``) are *non-linear* arguments: when a partial sum flows
+  through the op they must be replicated;
+* an op not in the table is non-linear in every argument.
+
+Arguments are named as in torch's signatures, with a method's ``self`` called
+``input``.  A sequence argument (``cat(tensors)``) contributes one operand per
+element: each element is its own summand, or, for rules with
+``sequence_product``, a factor of one product (``einsum``).
+
+Keys are public names: ``torch.add``, ``torch.Tensor.add``,
+``torch.Tensor.__add__``, ``torch.Tensor.T``, ``torch.nn.functional.linear``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "NONLINEAR",
+    "OPS",
+    "OPERATOR_SYMBOLS",
+    "OpRule",
+    "Result",
+    "canonical_param",
+    "display_name",
+    "lookup",
+]
+
+
+class Result(enum.Enum):
+    """What an op's result type is made of."""
+
+    JOIN = "join"
+    """The per-axis join of the operands' types."""
+    WEAK = "weak"
+    """A deterministic constant (``ones``, ``arange``): weak on every axis."""
+    ZERO = "zero"
+    """Zeros: zero on every axis."""
+    FRESH = "fresh"
+    """New data nothing is known about (``empty``, ``randn``): unknown on every axis."""
+    DETACH = "detach"
+    """The operand without its gradient: ``R`` and ``I`` axes become weak."""
+
+
+@dataclass(frozen=True)
+class OpRule:
+    """How one op combines the SPMD types of its tensor arguments.
+
+    ``terms``: the op as a sum of products of argument names (empty: non-linear).
+    ``nonlinear``: arguments the op is not linear in.
+    ``ignored``: tensor arguments that contribute no values (shape or dtype templates).
+    ``nonlinear_if``: arguments whose presence makes the whole op non-linear
+    (``div(..., rounding_mode=...)``).
+    ``sequence_product``: elements of a sequence argument are factors of one
+    product rather than separate summands.
+    ``result``: what the result is made of.
+    ``inplace``: the op writes its result into ``input`` (or ``out=``).
+    """
+
+    terms: tuple[tuple[str, ...], ...] = ()
+    nonlinear: tuple[str, ...] = ()
+    ignored: tuple[str, ...] = ()
+    nonlinear_if: tuple[str, ...] = ()
+    sequence_product: bool = False
+    result: Result = Result.JOIN
+    inplace: bool = False
+
+    @property
+    def linearity(self) -> str:
+        """``linear``, ``multilinear``, ``linear + multilinear``, ``non-linear`` or ``constant``."""
+        if self.result in (Result.WEAK, Result.ZERO, Result.FRESH):
+            return f"constant ({self.result.value})"
+        if not self.terms:
+            return "non-linear"
+        if not (self.sequence_product or any(len(term) > 1 for term in self.terms)):
+            return "linear"
+        return "multilinear" if len(self.terms) == 1 else "linear + multilinear"
+
+    @property
+    def params(self) -> tuple[str, ...]:
+        """Every argument name the rule mentions."""
+        names = [name for term in self.terms for name in term]
+        names += [*self.nonlinear, *self.ignored, *self.nonlinear_if]
+        return tuple(dict.fromkeys(names))
+
+
+NONLINEAR: Final = OpRule()
+"""The rule of every op not in the table."""
+
+
+def canonical_param(name: str) -> str:
+    """The name the table uses for a parameter: a method's ``self`` is ``input``."""
+    return "input" if name == "self" else name
+
+
+# -- rule constructors ---------------------------------------------------------------
+
+
+def _linear(*summands: str, nonlinear: tuple[str, ...] = (), ignored: tuple[str, ...] = (),
+            nonlinear_if: tuple[str, ...] = ()) -> OpRule:
+    """Linear in each of ``summands`` (each is its own term)."""
+    return OpRule(tuple((s,) for s in summands), nonlinear, ignored, nonlinear_if)
+
+
+def _product(*factors: str, nonlinear: tuple[str, ...] = (), nonlinear_if: tuple[str, ...] = (),
+             sequence_product: bool = False) -> OpRule:
+    """Multilinear: one product of ``factors``."""
+    return OpRule((tuple(factors),), nonlinear, (), nonlinear_if, sequence_product)
+
+
+def _sum_of(*terms: tuple[str, ...], nonlinear: tuple[str, ...] = ()) -> OpRule:
+    """An explicit sum of products, such as ``input + mat1 @ mat2``."""
+    return OpRule(tuple(terms), nonlinear)
+
+
+def _constant(result: Result, ignored: tuple[str, ...] = ()) -> OpRule:
+    return OpRule(ignored=ignored, result=result)
+
+
+_UNARY: Final = _linear("input")
+_SELECT: Final = _linear("input", nonlinear=("index",))
+
+# -- the table ---------------------------------------------------------------------
+
+_FUNCTION_AND_METHOD: Final[dict[str, OpRule]] = {
+    # Unary linear maps: views, reshapes, copies, reorderings, dtype casts.
+    **dict.fromkeys(
+        (
+            "clone", "neg", "negative", "positive", "real", "imag", "conj", "conj_physical",
+            "resolve_conj", "resolve_neg", "reshape", "flatten", "unflatten", "ravel", "squeeze",
+            "unsqueeze", "transpose", "swapaxes", "swapdims", "t", "permute", "movedim",
+            "moveaxis", "narrow", "narrow_copy", "select", "diagonal", "diag", "diag_embed",
+            "flip", "fliplr", "flipud", "rot90", "roll", "tril", "triu", "broadcast_to", "tile",
+            "chunk", "tensor_split", "unbind", "split_with_sizes", "hsplit", "vsplit", "dsplit",
+            "sum", "mean", "nansum", "nanmean", "cumsum", "trace", "as_strided", "atleast_1d",
+            "atleast_2d", "atleast_3d", "squeeze_copy", "unsqueeze_copy", "view_copy",
+            "permute_copy", "transpose_copy", "expand_copy", "alias",
+        ),
+        _UNARY,
+    ),
+    "detach": OpRule(terms=(("input",),), result=Result.DETACH),
+    # Sums: each argument is a summand (alpha/value scale a term, which keeps it linear).
+    **dict.fromkeys(("add", "sub", "subtract"), _linear("input", "other")),
+    "rsub": _linear("input", "other"),
+    "where": _linear("input", "other", nonlinear=("condition",)),
+    "masked_fill": _linear("input", "value", nonlinear=("mask",)),
+    "masked_scatter": _linear("input", "source", nonlinear=("mask",)),
+    "index_fill": _linear("input", "value", nonlinear=("index",)),
+    "index_add": _linear("input", "source", nonlinear=("index",)),
+    "index_copy": _linear("input", "source", nonlinear=("index",)),
+    "index_put": _linear("input", "values", nonlinear=("indices",)),
+    "scatter": _linear("input", "src", "value", nonlinear=("index",), nonlinear_if=("reduce",)),
+    "scatter_add": _linear("input", "src", nonlinear=("index",)),
+    "lerp": _linear("input", "end", nonlinear=("weight",)),
+    "diff": _linear("input", "prepend", "append"),
+    # Selections: linear in the data, not in the index.
+    **dict.fromkeys(("gather", "index_select", "take"), _SELECT),
+    "take_along_dim": _linear("input", nonlinear=("indices",)),
+    "masked_select": _linear("input", nonlinear=("mask",)),
+    "repeat_interleave": _linear("input", nonlinear=("repeats",)),
+    # Products.
+    **dict.fromkeys(("mul", "multiply", "matmul", "kron", "inner", "vdot"), _product("input", "other")),
+    **dict.fromkeys(("mm", "bmm"), _product("input", "mat2")),
+    "mv": _product("input", "vec"),
+    "dot": _product("input", "tensor"),
+    **dict.fromkeys(("outer", "ger"), _product("input", "vec2")),
+    **dict.fromkeys(
+        ("div", "divide", "true_divide"), _linear("input", nonlinear=("other",), nonlinear_if=("rounding_mode",))
+    ),
+    # Sums of products.
+    "addmm": _sum_of(("input",), ("mat1", "mat2")),
+    "addbmm": _sum_of(("input",), ("batch1", "batch2")),
+    "baddbmm": _sum_of(("input",), ("batch1", "batch2")),
+    "addmv": _sum_of(("input",), ("mat", "vec")),
+    "addr": _sum_of(("input",), ("vec1", "vec2")),
+    "addcmul": _sum_of(("input",), ("tensor1", "tensor2")),
+    "addcdiv": _sum_of(("input",), ("tensor1",), nonlinear=("tensor2",)),
+    # Constants made like another tensor: only its shape matters.
+    "zeros_like": _constant(Result.ZERO, ignored=("input",)),
+    **dict.fromkeys(("ones_like", "full_like"), _constant(Result.WEAK, ignored=("input",))),
+    **dict.fromkeys(
+        ("empty_like", "rand_like", "randn_like", "randint_like"), _constant(Result.FRESH, ignored=("input",))
+    ),
+}
+
+_FUNCTION_ONLY: Final[dict[str, OpRule]] = {
+    **dict.fromkeys(
+        ("cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"),
+        _linear("tensors"),
+    ),
+    "block_diag": _linear("tensors"),
+    "split": _linear("tensor"),
+    "einsum": _product("args", sequence_product=True),
+    "chain_matmul": _product("matrices", sequence_product=True),
+    "tensordot": _product("a", "b"),
+    "embedding": _linear("weight", nonlinear=("indices",)),
+    "zeros": _constant(Result.ZERO),
+    **dict.fromkeys(
+        ("ones", "full", "arange", "linspace", "logspace", "eye", "tensor", "scalar_tensor"),
+        _constant(Result.WEAK),
+    ),
+    **dict.fromkeys(
+        ("empty", "rand", "randn", "randint", "randperm", "normal", "empty_strided"), _constant(Result.FRESH)
+    ),
+    "conv1d": _sum_of(("input", "weight"), ("bias",)),
+    "conv2d": _sum_of(("input", "weight"), ("bias",)),
+    "conv3d": _sum_of(("input", "weight"), ("bias",)),
+    "conv_transpose1d": _sum_of(("input", "weight"), ("bias",)),
+    "conv_transpose2d": _sum_of(("input", "weight"), ("bias",)),
+    "conv_transpose3d": _sum_of(("input", "weight"), ("bias",)),
+    "bilinear": _sum_of(("input1", "weight", "input2"), ("bias",)),
+    "linalg.multi_dot": _product("tensors", sequence_product=True),
+    "linalg.vecdot": _product("x", "y"),
+}
+
+_METHOD_ONLY: Final[dict[str, OpRule]] = {
+    **dict.fromkeys(
+        ("view", "expand", "repeat", "contiguous", "to", "float", "double", "half", "bfloat16", "type",
+         "cuda", "cpu", "split", "unfold", "requires_grad_"),
+        _linear("input", ignored=("other",)),
+    ),
+    **dict.fromkeys(("view_as", "reshape_as", "expand_as", "type_as"), _linear("input", ignored=("other",))),
+    # Properties.
+    **dict.fromkeys(("T", "mT", "H", "mH"), _UNARY),
+    # Operators (the dunders of torch.Tensor).
+    **dict.fromkeys(("__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__isub__"), _linear("input", "other")),
+    **dict.fromkeys(("__mul__", "__rmul__", "__imul__", "__matmul__", "__rmatmul__"), _product("input", "other")),
+    **dict.fromkeys(("__truediv__", "__itruediv__"), _linear("input", nonlinear=("other",))),
+    "__rtruediv__": _linear("other", nonlinear=("input",)),
+    **dict.fromkeys(("__neg__", "__pos__"), _UNARY),
+    "__getitem__": _linear("input", nonlinear=("indices",)),
+    "__setitem__": _linear("input", "value", nonlinear=("indices",)),
+    # In-place updates whose result is the written value.
+    "copy_": _linear("other", ignored=("input",)),
+    "fill_": _linear("value", ignored=("input",)),
+    "zero_": _constant(Result.ZERO, ignored=("input",)),
+    "new_zeros": _constant(Result.ZERO, ignored=("input",)),
+    **dict.fromkeys(("new_ones", "new_full", "new_tensor"), _constant(Result.WEAK, ignored=("input",))),
+    "new_empty": _constant(Result.FRESH, ignored=("input",)),
+}
+
+_FUNCTIONAL: Final[dict[str, OpRule]] = {
+    "linear": _sum_of(("input", "weight"), ("bias",)),
+    "bilinear": _sum_of(("input1", "weight", "input2"), ("bias",)),
+    **{name: _sum_of(("input", "weight"), ("bias",))
+       for name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")},
+    "embedding": _linear("weight", nonlinear=("input",)),
+    "pad": _linear("input", "value"),
+    **dict.fromkeys(
+        ("avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+         "adaptive_avg_pool3d", "pixel_shuffle", "pixel_unshuffle", "unfold", "fold", "interpolate",
+         "channel_shuffle"),
+        _UNARY,
+    ),
+}
+
+
+_INPLACE_VARIANTS: Final = (
+    "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "neg", "negative",
+    "masked_fill", "masked_scatter", "index_fill", "index_add", "index_copy", "index_put", "scatter",
+    "scatter_add", "lerp", "addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv",
+    "squeeze", "unsqueeze", "transpose", "t", "swapaxes", "swapdims", "tril", "triu", "cumsum",
+)
+
+
+def _build() -> dict[str, OpRule]:
+    table: dict[str, OpRule] = {}
+    for name, rule in _FUNCTION_AND_METHOD.items():
+        table[f"torch.{name}"] = rule
+        table[f"torch.Tensor.{name}"] = rule
+    for name, rule in _FUNCTION_ONLY.items():
+        table[f"torch.{name}"] = rule
+    for name, rule in _METHOD_ONLY.items():
+        table[f"torch.Tensor.{name}"] = rule
+    for name, rule in _FUNCTIONAL.items():
+        table[f"torch.nn.functional.{name}"] = rule
+    # In-place method variants (``add_``) follow their out-of-place rule.
+    for name in _INPLACE_VARIANTS:
+        table[f"torch.Tensor.{name}_"] = table[f"torch.Tensor.{name}"]
+    return table
+
+
+OPS: Final[dict[str, OpRule]] = _build()
+"""Every registered op, by public name."""
+
+OPERATOR_SYMBOLS: Final[dict[str, str]] = {
+    "__add__": "+", "__radd__": "+", "__iadd__": "+=",
+    "__sub__": "-", "__rsub__": "-", "__isub__": "-=",
+    "__mul__": "*", "__rmul__": "*", "__imul__": "*=",
+    "__matmul__": "@", "__rmatmul__": "@", "__imatmul__": "@=",
+    "__truediv__": "/", "__rtruediv__": "/", "__itruediv__": "/=",
+    "__floordiv__": "//", "__rfloordiv__": "//", "__ifloordiv__": "//=",
+    "__mod__": "%", "__rmod__": "%", "__pow__": "**", "__rpow__": "**", "__ipow__": "**=",
+    "__neg__": "unary -", "__pos__": "unary +", "__abs__": "abs()", "__invert__": "~",
+    "__and__": "&", "__rand__": "&", "__or__": "|", "__ror__": "|", "__xor__": "^", "__rxor__": "^",
+    "__lshift__": "<<", "__rshift__": ">>",
+    "__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">=", "__eq__": "==", "__ne__": "!=",
+    "__getitem__": "indexing", "__setitem__": "indexed assignment",
+}
+"""How operators are spelled in messages: ``@``, not ``__matmul__``."""
+
+
+def lookup(name: str) -> OpRule:
+    """The rule for the op with public name ``name``.
+
+    Unregistered ops are non-linear.  Method names ending in ``_`` and the
+    in-place operators (``__iadd__``) write into ``input``.
+    """
+    rule = OPS.get(name, NONLINEAR)
+    if _is_inplace(name) and not rule.inplace:
+        rule = OpRule(rule.terms, rule.nonlinear, rule.ignored, rule.nonlinear_if,
+                      rule.sequence_product, rule.result, inplace=True)
+    return rule
+
+
+_INPLACE_OPERATORS: Final = frozenset(
+    ("__iadd__", "__isub__", "__imul__", "__imatmul__", "__itruediv__", "__ifloordiv__", "__imod__",
+     "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__", "__setitem__")
+)
+
+
+def _is_inplace(name: str) -> bool:
+    short = name.rpartition(".")[2]
+    if short.startswith("__"):
+        return short in _INPLACE_OPERATORS
+    return name.startswith("torch.Tensor.") and short.endswith("_")
+
+
+def display_name(name: str) -> str:
+    """How to name op ``name`` in a message: ``+`` for operators, ``torch.exp`` otherwise."""
+    short = name.rpartition(".")[2]
+    symbol = OPERATOR_SYMBOLS.get(short)
+    if symbol is not None:
+        return symbol
+    if name.startswith("torch.Tensor."):
+        return f".{short}"
+    return name

@@ -1,0 +1,114 @@
+"""Rule violations as structured values, rendered by the plugin and the runtime.
+
+A :class:`Violation` says which rule broke (its :class:`Code`), on which mesh
+axis, with which types, why, and which casts or collectives would fix it and
+what each fix costs in the forward and backward pass.  Renderers decide how to
+name operands and where to print; the words about the rule live here.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+__all__ = ["Code", "Fix", "Violation"]
+
+
+class Code(enum.Enum):
+    """One error code per class of mistake; the value is the mypy error code."""
+
+    MIX = "spmd-mix"
+    """Types that cannot meet in one op: I with R/V/P, or P with V."""
+    PARTIAL = "spmd-partial"
+    """A partial sum used where its pending sum would be miscounted."""
+    COLLECTIVE = "spmd-collective"
+    """A collective or cast called with a src/dst its input or table forbids."""
+    AXIS = "spmd-axis"
+    """A mesh axis that cannot be determined, or is unknown."""
+    BOUNDARY = "spmd-boundary"
+    """A value whose type differs from a declared parameter, return or variable."""
+    BRANCH = "spmd-branch"
+    """A variable whose type differs between branches, without a declaration."""
+    INPLACE = "spmd-inplace"
+    """An in-place op or ``out=`` that would change its target's type."""
+    BACKWARD = "spmd-backward"
+    """``loss.backward()`` on a loss whose gradient would be miscounted."""
+    ANNOTATION = "spmd-annotation"
+    """A malformed SPMD annotation."""
+
+    @property
+    def description(self) -> str:
+        """One line describing the class of mistake (for docs and mypy)."""
+        return _DESCRIPTIONS[self]
+
+
+_DESCRIPTIONS = {
+    Code.MIX: "SPMD types that cannot meet in one operation",
+    Code.PARTIAL: "a partial sum used where its pending sum would be miscounted",
+    Code.COLLECTIVE: "collective or cast with a src/dst that does not fit",
+    Code.AXIS: "mesh axis that cannot be determined or is not declared",
+    Code.BOUNDARY: "SPMD type differs from the declared one",
+    Code.BRANCH: "SPMD type of a variable differs between branches",
+    Code.INPLACE: "in-place operation that would change its target's SPMD type",
+    Code.BACKWARD: "backward() from a loss whose gradient would be miscounted",
+    Code.ANNOTATION: "malformed SPMD annotation",
+}
+
+
+@dataclass(frozen=True)
+class Fix:
+    """A call that would fix a violation, and what it costs.
+
+    ``call`` is a template with ``{x}`` standing for the value to change, for
+    example ``convert({x}, "tp", src=I, dst=R)``.  ``cost`` says what it does in
+    the forward and backward pass, for example
+    ``no-op forward, all-reduce in backward``.  ``operand`` names which operand
+    the fix applies to (its position among the op's operands), or ``None``
+    when the fix applies to the value the message is about.
+    """
+
+    call: str
+    cost: str
+    operand: int | None = None
+
+    def render(self, x: str) -> str:
+        """The call with ``x`` substituted, followed by its cost."""
+        return f"{self.call.format(x=x)} ({self.cost})"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule on one mesh axis.
+
+    ``types`` lists the SPMD types involved on ``axis`` as text (``"I"``,
+    ``"P"``, ...); ``operands`` the positions of the operands they belong to,
+    when the violation is about an op's operands.  ``reason`` is a complete
+    sentence fragment such as ``I does not mix with V``; renderers prefix it
+    with the op and axis and follow it with the fixes.
+    """
+
+    code: Code
+    axis: str | None
+    reason: str
+    types: tuple[str, ...] = ()
+    operands: tuple[int, ...] = ()
+    fixes: tuple[Fix, ...] = field(default=())
+
+    def render(self, where: str, operand_names: tuple[str, ...] = (), value: str = "x") -> str:
+        """A one-line message: ``where``, the axis, the reason, the fixes.
+
+        ``where`` names the op or boundary (``"+"``, ``argument "x" of "f"``);
+        ``operand_names`` are how to spell the operands in fixes; ``value`` is
+        the spelling for fixes that apply to the value itself.
+        """
+        head = f"{where} on axis {self.axis!r}: " if self.axis is not None else f"{where}: "
+        text = head + self.reason
+        if self.fixes:
+            rendered = []
+            for fix in self.fixes:
+                name = value
+                if fix.operand is not None and fix.operand < len(operand_names):
+                    name = operand_names[fix.operand]
+                rendered.append(fix.render(name))
+            text += "; fix: " + ", or ".join(rendered)
+        return text
