@@ -13,6 +13,7 @@ R, V/S(i) and constants, at least one V/S(i)            V
 I together with R, V or P                               error (``spmd-mix``)
 P together with V                                       error (``spmd-mix``)
 P through a non-linear op or as a non-linear argument   error (``spmd-partial``)
+P as a selector (index, mask, condition)                error (``spmd-partial``)
 P in a sum whose every non-zero summand has one P
 factor, other factors R or constants                    P
 P in a sum with a summand without a P factor            error (``spmd-partial``)
@@ -20,7 +21,8 @@ two P factors in one product                            error (``spmd-partial``)
 ======================================================  ======================
 
 Constants are ``weak`` (fits R, I and V) or ``zero`` (fits anything, and a
-product with a zero factor is a zero summand).  :func:`check_fits` decides
+product with a zero factor is a zero summand).  Selectors carry no gradient,
+so an ``R`` or ``I`` selector acts as a constant; a ``V`` one joins as ``V``.  :func:`check_fits` decides
 whether a value of one type may stand where another is declared or written.
 """
 
@@ -81,6 +83,7 @@ class _Roles:
 
     products: tuple[tuple[int, ...], ...]
     nonlinear: tuple[int, ...]
+    selectors: tuple[int, ...]
     linear_op: bool
 
     def without(self, k: int) -> _Roles:
@@ -88,18 +91,19 @@ class _Roles:
             return tuple(i for i in indices if i != k)
 
         products = tuple(p for p in (drop(p) for p in self.products) if p)
-        return _Roles(products, drop(self.nonlinear), self.linear_op)
+        return _Roles(products, drop(self.nonlinear), drop(self.selectors), self.linear_op)
 
     @property
     def members(self) -> tuple[int, ...]:
-        return tuple(sorted({i for p in self.products for i in p} | set(self.nonlinear)))
+        return tuple(sorted({i for p in self.products for i in p} | {*self.nonlinear, *self.selectors}))
 
 
 def _roles(rule: OpRule, params: Sequence[str], passed: Collection[str]) -> _Roles:
     linear_op = bool(rule.terms) and not any(name in passed for name in rule.nonlinear_if)
-    active = [k for k, name in enumerate(params) if name not in rule.ignored]
+    selectors = tuple(k for k, name in enumerate(params) if name in rule.selectors)
+    active = [k for k, name in enumerate(params) if name not in rule.ignored and k not in selectors]
     if not linear_op:
-        return _Roles((), tuple(active), False)
+        return _Roles((), tuple(active), selectors, False)
     products: list[tuple[int, ...]] = []
     placed: set[int] = set()
     for term in rule.terms:
@@ -111,7 +115,7 @@ def _roles(rule: OpRule, params: Sequence[str], passed: Collection[str]) -> _Rol
             products.append(members)
     # Arguments the rule does not place in a product are taken as non-linear.
     nonlinear = tuple(k for k in active if k not in placed)
-    return _Roles(tuple(products), nonlinear, True)
+    return _Roles(tuple(products), nonlinear, selectors, True)
 
 
 def apply_op(
@@ -189,9 +193,19 @@ def _join_axis_raw(
     axis: str, roles: _Roles, kinds: Sequence[AxisType | None]
 ) -> tuple[AxisType | None, Violation | None]:
     members = roles.members
-    present = [kind for k in members if (kind := kinds[k]) is not None]
-    if len(present) < len(members):
-        return None, None
+    present: list[AxisType] = []
+    for k in members:
+        kind = kinds[k]
+        if kind is None:
+            return None, None
+        if k in roles.selectors and kind in (R, I):
+            kind = WEAK  # a replicated selector carries no gradient: R and I coincide
+        present.append(kind)
+    for k in roles.selectors:
+        if kinds[k] is P:
+            return None, _violation(
+                Code.PARTIAL, axis, "P (a pending sum) as an index, mask or condition", kinds, (k,)
+            )
     tensors = [kind for kind in present if not isinstance(kind, Constant)]
     has_p = P in tensors
     has_i = I in tensors
@@ -272,15 +286,17 @@ def _with_fixes(
             natural, problem = _join_axis_raw(axis, rest, kinds)
             if problem is not None or isinstance(natural, Constant):
                 natural = None  # nothing to preserve: any successful cast will do
+        reduced = False
         for have, want in _CANDIDATE_CASTS:
-            if kinds[k] is not have:
-                continue
+            if kinds[k] is not have or (reduced and have is P):
+                continue  # one reduction of an operand is enough to suggest
             trial = list(kinds)
             trial[k] = want
             joined, problem = _join_axis_raw(axis, roles, trial)
             if problem is not None or (natural is not None and joined != natural):
                 continue
             fixes.extend(fixes_between(have, want, axis, operand=k)[:1])
+            reduced = reduced or have is P
     if not fixes:
         return violation
     return Violation(

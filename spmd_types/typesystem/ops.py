@@ -9,9 +9,12 @@ through it:
 * ``mul(input, other)`` is multilinear: one term with two factors, so ``P * R``
   is ``P`` but ``P * P`` is not;
 * ``linear(input, weight, bias)`` is both: ``input @ weight.T`` plus ``bias``;
-* arguments the op is not linear in (a divisor, the condition of ``where``, the
-  index of ``gather``) are *non-linear* arguments: when a partial sum flows
-  through the op they must be replicated;
+* arguments the op is not linear in (a divisor, the weight of ``lerp``) are
+  *non-linear* arguments: when a partial sum flows through the op they must
+  be replicated;
+* *selectors* (the condition of ``where``, a mask, the index of ``gather``)
+  pick elements and carry no gradient: replicated ones (``R`` or ``I``) act
+  like constants, a varying one makes the result vary, a partial one is an error;
 * an op not in the table is non-linear in every argument.
 
 Arguments are named as in torch's signatures, with a method's ``self`` called
@@ -25,6 +28,7 @@ Keys are public names: ``torch.add``, ``torch.Tensor.add``,
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import Final
@@ -61,7 +65,8 @@ class OpRule:
     """How one op combines the SPMD types of its tensor arguments.
 
     ``terms``: the op as a sum of products of argument names (empty: non-linear).
-    ``nonlinear``: arguments the op is not linear in.
+    ``nonlinear``: differentiable arguments the op is not linear in.
+    ``selectors``: index, mask and condition arguments (no gradient flows into them).
     ``ignored``: tensor arguments that contribute no values (shape or dtype templates).
     ``nonlinear_if``: arguments whose presence makes the whole op non-linear
     (``div(..., rounding_mode=...)``).
@@ -73,6 +78,7 @@ class OpRule:
 
     terms: tuple[tuple[str, ...], ...] = ()
     nonlinear: tuple[str, ...] = ()
+    selectors: tuple[str, ...] = ()
     ignored: tuple[str, ...] = ()
     nonlinear_if: tuple[str, ...] = ()
     sequence_product: bool = False
@@ -94,7 +100,7 @@ class OpRule:
     def params(self) -> tuple[str, ...]:
         """Every argument name the rule mentions."""
         names = [name for term in self.terms for name in term]
-        names += [*self.nonlinear, *self.ignored, *self.nonlinear_if]
+        names += [*self.nonlinear, *self.selectors, *self.ignored, *self.nonlinear_if]
         return tuple(dict.fromkeys(names))
 
 
@@ -110,16 +116,16 @@ def canonical_param(name: str) -> str:
 # -- rule constructors ---------------------------------------------------------------
 
 
-def _linear(*summands: str, nonlinear: tuple[str, ...] = (), ignored: tuple[str, ...] = (),
-            nonlinear_if: tuple[str, ...] = ()) -> OpRule:
+def _linear(*summands: str, nonlinear: tuple[str, ...] = (), selectors: tuple[str, ...] = (),
+            ignored: tuple[str, ...] = (), nonlinear_if: tuple[str, ...] = ()) -> OpRule:
     """Linear in each of ``summands`` (each is its own term)."""
-    return OpRule(tuple((s,) for s in summands), nonlinear, ignored, nonlinear_if)
+    return OpRule(tuple((s,) for s in summands), nonlinear, selectors, ignored, nonlinear_if)
 
 
 def _product(*factors: str, nonlinear: tuple[str, ...] = (), nonlinear_if: tuple[str, ...] = (),
              sequence_product: bool = False) -> OpRule:
     """Multilinear: one product of ``factors``."""
-    return OpRule((tuple(factors),), nonlinear, (), nonlinear_if, sequence_product)
+    return OpRule((tuple(factors),), nonlinear, (), (), nonlinear_if, sequence_product)
 
 
 def _sum_of(*terms: tuple[str, ...], nonlinear: tuple[str, ...] = ()) -> OpRule:
@@ -132,55 +138,51 @@ def _constant(result: Result, ignored: tuple[str, ...] = ()) -> OpRule:
 
 
 _UNARY: Final = _linear("input")
-_SELECT: Final = _linear("input", nonlinear=("index",))
+_SELECT: Final = _linear("input", selectors=("index",))
 
 # -- the table ---------------------------------------------------------------------
 
 _FUNCTION_AND_METHOD: Final[dict[str, OpRule]] = {
-    # Unary linear maps: views, reshapes, copies, reorderings, dtype casts.
+    # Unary linear maps: views, reshapes, copies, reorderings.
     **dict.fromkeys(
         (
-            "clone", "neg", "negative", "positive", "real", "imag", "conj", "conj_physical",
+            "clone", "neg", "negative", "positive", "conj", "conj_physical",
             "resolve_conj", "resolve_neg", "reshape", "flatten", "unflatten", "ravel", "squeeze",
             "unsqueeze", "transpose", "swapaxes", "swapdims", "t", "permute", "movedim",
             "moveaxis", "narrow", "narrow_copy", "select", "diagonal", "diag", "diag_embed",
             "flip", "fliplr", "flipud", "rot90", "roll", "tril", "triu", "broadcast_to", "tile",
             "chunk", "tensor_split", "unbind", "split_with_sizes", "hsplit", "vsplit", "dsplit",
-            "sum", "mean", "nansum", "nanmean", "cumsum", "trace", "as_strided", "atleast_1d",
-            "atleast_2d", "atleast_3d", "squeeze_copy", "unsqueeze_copy", "view_copy",
-            "permute_copy", "transpose_copy", "expand_copy", "alias",
+            "sum", "mean", "nansum", "nanmean", "cumsum", "trace", "as_strided",
         ),
         _UNARY,
     ),
     "detach": OpRule(terms=(("input",),), result=Result.DETACH),
     # Sums: each argument is a summand (alpha/value scale a term, which keeps it linear).
     **dict.fromkeys(("add", "sub", "subtract"), _linear("input", "other")),
-    "rsub": _linear("input", "other"),
-    "where": _linear("input", "other", nonlinear=("condition",)),
-    "masked_fill": _linear("input", "value", nonlinear=("mask",)),
-    "masked_scatter": _linear("input", "source", nonlinear=("mask",)),
-    "index_fill": _linear("input", "value", nonlinear=("index",)),
-    "index_add": _linear("input", "source", nonlinear=("index",)),
-    "index_copy": _linear("input", "source", nonlinear=("index",)),
-    "index_put": _linear("input", "values", nonlinear=("indices",)),
-    "scatter": _linear("input", "src", "value", nonlinear=("index",), nonlinear_if=("reduce",)),
-    "scatter_add": _linear("input", "src", nonlinear=("index",)),
+    "where": _linear("input", "other", selectors=("condition",)),
+    "masked_fill": _linear("input", "value", selectors=("mask",)),
+    "masked_scatter": _linear("input", "source", selectors=("mask",)),
+    "index_fill": _linear("input", "value", selectors=("index",)),
+    "index_add": _linear("input", "source", selectors=("index",)),
+    "index_copy": _linear("input", "source", selectors=("index",)),
+    "index_put": _linear("input", "values", selectors=("indices",)),
+    "scatter": _linear("input", "src", "value", selectors=("index",), nonlinear_if=("reduce",)),
+    "scatter_add": _linear("input", "src", selectors=("index",)),
     "lerp": _linear("input", "end", nonlinear=("weight",)),
     "diff": _linear("input", "prepend", "append"),
     # Selections: linear in the data, not in the index.
     **dict.fromkeys(("gather", "index_select", "take"), _SELECT),
-    "take_along_dim": _linear("input", nonlinear=("indices",)),
-    "masked_select": _linear("input", nonlinear=("mask",)),
-    "repeat_interleave": _linear("input", nonlinear=("repeats",)),
+    "take_along_dim": _linear("input", selectors=("indices",)),
+    "masked_select": _linear("input", selectors=("mask",)),
+    "repeat_interleave": _linear("input", selectors=("repeats",)),
     # Products.
     **dict.fromkeys(("mul", "multiply", "matmul", "kron", "inner", "vdot"), _product("input", "other")),
     **dict.fromkeys(("mm", "bmm"), _product("input", "mat2")),
     "mv": _product("input", "vec"),
     "dot": _product("input", "tensor"),
     **dict.fromkeys(("outer", "ger"), _product("input", "vec2")),
-    **dict.fromkeys(
-        ("div", "divide", "true_divide"), _linear("input", nonlinear=("other",), nonlinear_if=("rounding_mode",))
-    ),
+    **dict.fromkeys(("div", "divide"), _linear("input", nonlinear=("other",), nonlinear_if=("rounding_mode",))),
+    "true_divide": _linear("input", nonlinear=("other",)),
     # Sums of products.
     "addmm": _sum_of(("input",), ("mat1", "mat2")),
     "addbmm": _sum_of(("input",), ("batch1", "batch2")),
@@ -189,15 +191,23 @@ _FUNCTION_AND_METHOD: Final[dict[str, OpRule]] = {
     "addr": _sum_of(("input",), ("vec1", "vec2")),
     "addcmul": _sum_of(("input",), ("tensor1", "tensor2")),
     "addcdiv": _sum_of(("input",), ("tensor1",), nonlinear=("tensor2",)),
+}
+
+_FUNCTION_ONLY: Final[dict[str, OpRule]] = {
+    "real": _UNARY,  # a property on tensors
+    "imag": _UNARY,
+    "rsub": _linear("input", "other"),
+    **dict.fromkeys(
+        ("squeeze_copy", "unsqueeze_copy", "view_copy", "permute_copy", "transpose_copy", "expand_copy"),
+        _UNARY,
+    ),
+    **dict.fromkeys(("atleast_1d", "atleast_2d", "atleast_3d"), _linear("tensors")),
     # Constants made like another tensor: only its shape matters.
     "zeros_like": _constant(Result.ZERO, ignored=("input",)),
     **dict.fromkeys(("ones_like", "full_like"), _constant(Result.WEAK, ignored=("input",))),
     **dict.fromkeys(
         ("empty_like", "rand_like", "randn_like", "randint_like"), _constant(Result.FRESH, ignored=("input",))
     ),
-}
-
-_FUNCTION_ONLY: Final[dict[str, OpRule]] = {
     **dict.fromkeys(
         ("cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack", "row_stack"),
         _linear("tensors"),
@@ -207,7 +217,7 @@ _FUNCTION_ONLY: Final[dict[str, OpRule]] = {
     "einsum": _product("args", sequence_product=True),
     "chain_matmul": _product("matrices", sequence_product=True),
     "tensordot": _product("a", "b"),
-    "embedding": _linear("weight", nonlinear=("indices",)),
+    "embedding": _linear("weight", selectors=("indices",)),
     "zeros": _constant(Result.ZERO),
     **dict.fromkeys(
         ("ones", "full", "arange", "linspace", "logspace", "eye", "tensor", "scalar_tensor"),
@@ -223,27 +233,26 @@ _FUNCTION_ONLY: Final[dict[str, OpRule]] = {
     "conv_transpose2d": _sum_of(("input", "weight"), ("bias",)),
     "conv_transpose3d": _sum_of(("input", "weight"), ("bias",)),
     "bilinear": _sum_of(("input1", "weight", "input2"), ("bias",)),
-    "linalg.multi_dot": _product("tensors", sequence_product=True),
-    "linalg.vecdot": _product("x", "y"),
 }
 
 _METHOD_ONLY: Final[dict[str, OpRule]] = {
     **dict.fromkeys(
-        ("view", "expand", "repeat", "contiguous", "to", "float", "double", "half", "bfloat16", "type",
+        ("view", "expand", "repeat", "contiguous", "float", "double", "half", "bfloat16", "type",
          "cuda", "cpu", "split", "unfold", "requires_grad_"),
-        _linear("input", ignored=("other",)),
+        _UNARY,
     ),
-    **dict.fromkeys(("view_as", "reshape_as", "expand_as", "type_as"), _linear("input", ignored=("other",))),
+    # Dtype casts are linear; a tensor passed as a template only gives its dtype or shape.
+    **dict.fromkeys(("to", "view_as", "reshape_as", "expand_as", "type_as"), _linear("input", ignored=("other",))),
     # Properties.
-    **dict.fromkeys(("T", "mT", "H", "mH"), _UNARY),
+    **dict.fromkeys(("T", "mT", "H", "mH", "real", "imag"), _UNARY),
     # Operators (the dunders of torch.Tensor).
     **dict.fromkeys(("__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__isub__"), _linear("input", "other")),
     **dict.fromkeys(("__mul__", "__rmul__", "__imul__", "__matmul__", "__rmatmul__"), _product("input", "other")),
     **dict.fromkeys(("__truediv__", "__itruediv__"), _linear("input", nonlinear=("other",))),
     "__rtruediv__": _linear("other", nonlinear=("input",)),
     **dict.fromkeys(("__neg__", "__pos__"), _UNARY),
-    "__getitem__": _linear("input", nonlinear=("indices",)),
-    "__setitem__": _linear("input", "value", nonlinear=("indices",)),
+    "__getitem__": _linear("input", selectors=("indices",)),
+    "__setitem__": _linear("input", "value", selectors=("indices",)),
     # In-place updates whose result is the written value.
     "copy_": _linear("other", ignored=("input",)),
     "fill_": _linear("value", ignored=("input",)),
@@ -258,7 +267,7 @@ _FUNCTIONAL: Final[dict[str, OpRule]] = {
     "bilinear": _sum_of(("input1", "weight", "input2"), ("bias",)),
     **{name: _sum_of(("input", "weight"), ("bias",))
        for name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")},
-    "embedding": _linear("weight", nonlinear=("input",)),
+    "embedding": _linear("weight", selectors=("input",)),
     "pad": _linear("input", "value"),
     **dict.fromkeys(
         ("avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
@@ -322,8 +331,7 @@ def lookup(name: str) -> OpRule:
     """
     rule = OPS.get(name, NONLINEAR)
     if _is_inplace(name) and not rule.inplace:
-        rule = OpRule(rule.terms, rule.nonlinear, rule.ignored, rule.nonlinear_if,
-                      rule.sequence_product, rule.result, inplace=True)
+        rule = dataclasses.replace(rule, inplace=True)
     return rule
 
 

@@ -1,0 +1,89 @@
+"""Annotation markers evaluate at run time and read back as SPMD types."""
+
+from typing import Annotated, Optional, get_type_hints
+
+import pytest
+
+from spmd_types import Axis, I, P, R, S, V
+from spmd_types.typesystem import AnnotationError, axis_of_hint, parse, spmd_type_from_metadata, spmd_type_of_hint
+
+
+class FakeTensor:
+    pass
+
+
+class FakeGroup:
+    pass
+
+
+def annotated(
+    x: Annotated[FakeTensor, R["dp"], V["tp"]],
+    y: Annotated[FakeTensor, I["dp", "cp"], S["tp", -1]],
+    z: Annotated[FakeTensor, "b c", P["tp"]],
+    g: Annotated[FakeGroup, Axis["tp"]],
+    plain: FakeTensor,
+    opt: Optional[Annotated[FakeTensor, R["tp"]]] = None,
+) -> Annotated[FakeTensor, P["tp"]]:
+    raise NotImplementedError
+
+
+HINTS = get_type_hints(annotated, include_extras=True)
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [("x", "dp:R, tp:V"), ("y", "cp:I, dp:I, tp:S(-1)"), ("z", "tp:P"), ("return", "tp:P")],
+)
+def test_hints_read_back(name, expected):
+    assert spmd_type_of_hint(HINTS[name]) == parse(expected)
+
+
+def test_hints_without_spmd_metadata():
+    assert spmd_type_of_hint(HINTS["plain"]) is None
+    assert spmd_type_of_hint(HINTS["g"]) is None  # Axis marks groups, not tensors
+    assert spmd_type_of_hint(int) is None
+
+
+def test_process_group_axis():
+    assert axis_of_hint(HINTS["g"]) == "tp"
+    assert axis_of_hint(HINTS["x"]) is None
+
+
+def test_foreign_metadata_is_ignored():
+    assert spmd_type_from_metadata(["b c", 3, object()]) is None
+
+
+def test_same_axis_twice_with_same_type_is_fine():
+    assert spmd_type_from_metadata([R["dp"], R["dp", "tp"]]) == parse("dp:R, tp:R")
+
+
+def test_conflicting_axis_is_an_error():
+    with pytest.raises(AnnotationError, match="axis 'dp' is annotated twice, as R and V"):
+        spmd_type_from_metadata([R["dp"], V["dp"]])
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        (lambda: R[0], "takes mesh-axis names as strings, got 0"),
+        (lambda: R[()], "needs at least one mesh-axis name"),
+        (lambda: V["dp", "dp"], "names an axis twice"),
+        (lambda: S["tp"], r"as in S\['tp', 0\]"),
+        (lambda: S["tp", "x"], "the dim must be an int"),
+        (lambda: S[0, 0], "the axis must be a string"),
+        (lambda: Axis[3], "one mesh-axis name as a string"),
+    ],
+)
+def test_malformed_markers(expr, message):
+    with pytest.raises(AnnotationError, match=message):
+        expr()
+
+
+def test_annotation_error_is_a_type_error():
+    assert issubclass(AnnotationError, TypeError)
+
+
+def test_marker_reprs():
+    assert repr(R["dp", "cp"]) == "R['dp', 'cp']"
+    assert repr(S["tp", 0]) == "S['tp', 0]"
+    assert repr(Axis["tp"]) == "Axis['tp']"

@@ -1,0 +1,193 @@
+"""The collective and cast table against the design's tables, duality, and call checks."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from spmd_types.typesystem import CALLS, Code, I, P, R, S, Transition, V, WEAK, ZERO, backward, check_call, route
+from spmd_types.typesystem.collectives import fixes_between, primitive_transitions
+from spmd_types.typesystem.local_types import gradient_type
+
+# "Comms by forwards-backwards" in seeds/DESIGN.md, transcribed row by row.
+DESIGN_FORWARD_BACKWARD = [
+    (("reinterpret", R, I), ("convert", I, P)),
+    (("reinterpret", R, V), ("reinterpret", V, P)),
+    (("convert", R, V), ("convert", V, P)),
+    (("reinterpret", R, P), ("reinterpret", R, P)),
+    (("convert", R, P), ("convert", R, P)),
+    (("reinterpret", I, R), ("all_reduce", P, I)),
+    (("convert", I, V), ("all_gather", V, I)),
+    (("convert", I, P), ("reinterpret", R, I)),
+    (("all_gather", V, R), ("reduce_scatter", P, V)),
+    (("all_gather", V, I), ("convert", I, V)),
+    (("all_to_all", V, V), ("all_to_all", V, V)),
+    (("reinterpret", V, P), ("reinterpret", R, V)),
+    (("convert", V, P), ("convert", R, V)),
+    (("all_reduce", P, R), ("all_reduce", P, R)),
+    (("all_reduce", P, I), ("reinterpret", I, R)),
+    (("reduce_scatter", P, V), ("all_gather", V, R)),
+]
+
+# The same rows for shards: the shard dim travels with the type.
+SHARD_FORWARD_BACKWARD = [
+    (("convert", R, S(1)), ("convert", S(1), P)),
+    (("convert", I, S(1)), ("all_gather", S(1), I)),
+    (("convert", S(1), P), ("convert", R, S(1))),
+    (("all_gather", S(1), R), ("reduce_scatter", P, S(1))),
+    (("all_gather", S(1), I), ("convert", I, S(1))),
+    (("reduce_scatter", P, S(1)), ("all_gather", S(1), R)),
+    (("all_to_all", S(0), S(1)), ("all_to_all", S(1), S(0))),
+    (("all_to_all", V, S(1)), ("all_to_all", S(1), V)),
+]
+
+
+@pytest.mark.parametrize(("fwd", "bwd"), DESIGN_FORWARD_BACKWARD + SHARD_FORWARD_BACKWARD, ids=str)
+def test_backward_matches_design_table(fwd, bwd):
+    assert backward(Transition(*fwd)) == Transition(*bwd)
+
+
+def test_every_design_row_is_a_primitive_and_nothing_else_is():
+    design = {Transition(*fwd) for fwd, _ in DESIGN_FORWARD_BACKWARD}
+    unsharded = {t for t in primitive_transitions(()) if t.call != "ppermute"}
+    assert unsharded == design
+
+
+@pytest.mark.parametrize("t", primitive_transitions((0, 1, -1)), ids=str)
+def test_backward_of_backward_is_forward(t):
+    assert backward(backward(t)) == t
+
+
+@pytest.mark.parametrize("t", primitive_transitions((0, 2)), ids=str)
+def test_backward_maps_gradient_types(t):
+    b = backward(t)
+    assert (b.src, b.dst) == (gradient_type(t.dst), gradient_type(t.src))
+
+
+# "Comms by state transition" in seeds/DESIGN.md plus SPEC §2.2: which call reaches which type.
+ENDPOINTS = [R, I, V, P, S(0), S(1)]
+ALLOWED = {
+    "all_reduce": {(P, R), (P, I), (V, R), (V, I)},
+    "all_gather": {(V, R), (V, I), (S(0), R), (S(0), I), (S(1), R), (S(1), I)},
+    "reduce_scatter": {(P, V), (P, S(0)), (P, S(1)), (V, V), (V, S(0)), (V, S(1))},
+    "all_to_all": {(a, b) for a in (V, S(0), S(1)) for b in (V, S(0), S(1))},
+    "reinterpret": {(R, I), (I, R), (R, V), (I, V), (R, P), (V, P)},
+    "convert": {(R, I), (I, R), (R, V), (I, V), (R, P), (I, P), (V, P), (R, S(0)), (R, S(1)),
+                (I, S(0)), (I, S(1)), (S(0), P), (S(1), P)},
+    "redistribute": set(itertools.product(ENDPOINTS, repeat=2)),  # any to any
+    "ppermute": {(V, V)},
+}
+
+
+@pytest.mark.parametrize(("call", "src", "dst"), [
+    (call, src, dst) for call in CALLS for src in ENDPOINTS for dst in ENDPOINTS
+], ids=lambda v: v if isinstance(v, str) else v.code)
+def test_allowed_pairs(call, src, dst):
+    steps = route(call, src, dst)
+    assert (steps is not None) == ((src, dst) in ALLOWED[call])
+    if not steps:
+        return
+    # The route is a chain of primitives from src to dst.
+    assert steps[0].src in (src, V) and steps[-1].dst == dst
+    for a, b in zip(steps, steps[1:]):
+        assert a.dst == b.src
+
+
+def test_redistribute_is_semantics_preserving():
+    # It never uses reinterpret except between R and I, whose values are equal.
+    for src, dst in itertools.product(ENDPOINTS, repeat=2):
+        for step in route("redistribute", src, dst):
+            assert step.call != "reinterpret" or {step.src, step.dst} == {R, I}
+    assert route("redistribute", S(1), S(1)) == ()
+    assert route("redistribute", V, S(0)) == ()
+
+
+def test_megatron_copy_to_region_is_accepted_both_ways():
+    # copy_to_tensor_model_parallel_region: identity forward, all-reduce backward.
+    for call in ("reinterpret", "convert"):
+        (step,) = route(call, I, R)
+        assert step.effect == "no-op" and backward(step) == Transition("all_reduce", P, I)
+
+
+def test_composite_routes():
+    assert route("all_reduce", V, R) == (Transition("reinterpret", V, P), Transition("all_reduce", P, R))
+    assert route("reinterpret", I, V) == (Transition("reinterpret", I, R), Transition("reinterpret", R, V))
+
+
+# -- check_call ------------------------------------------------------------------------
+
+
+def test_defaults_and_outputs():
+    outcome = check_call("all_reduce", "tp", P, None, R)
+    assert outcome.output is R and outcome.violations == ()
+    assert check_call("reduce_scatter", "tp", P, None, None).output is V
+    assert check_call("all_to_all", "tp", V, None, None).output is V
+
+
+def test_missing_required_dst():
+    (violation,) = check_call("all_gather", "tp", V, None, None).violations
+    assert violation.code is Code.COLLECTIVE and "all_gather needs dst= (I, R)" in violation.reason
+
+
+def test_missing_src_and_dst():
+    (violation,) = check_call("convert", "tp", V, None, None).violations
+    assert "convert needs src= and dst=" in violation.reason
+
+
+@pytest.mark.parametrize(
+    ("call", "have", "src", "dst", "ok"),
+    [
+        ("all_reduce", P, None, R, True),
+        ("all_reduce", V, None, R, True),  # a varying input is its own partial sum
+        ("all_reduce", R, None, R, False),  # double reduction
+        ("all_reduce", None, None, R, True),  # unknown input: gradual
+        ("all_gather", S(0), S(0), R, True),
+        ("all_gather", V, S(0), R, True),
+        ("all_gather", S(1), S(0), R, False),
+        ("all_gather", S(1), None, R, True),  # src=V matches any shard
+        ("all_to_all", R, None, None, False),  # duplicated tokens
+        ("reinterpret", I, I, R, True),
+        ("convert", R, I, R, False),
+        ("all_reduce", ZERO, None, R, True),
+        ("all_reduce", WEAK, None, R, False),
+        ("all_gather", WEAK, None, R, True),
+    ],
+)
+def test_src_must_match_input(call, have, src, dst, ok):
+    outcome = check_call(call, "tp", have, src, dst)
+    assert (outcome.violations == ()) is ok
+    assert outcome.output == dst if dst is not None else V
+
+
+def test_disallowed_pair_suggests_the_call_that_does_it():
+    (violation,) = check_call("reinterpret", "tp", I, I, P).violations
+    assert "reinterpret does not accept src=I, dst=P" in violation.reason
+    assert [f.call for f in violation.fixes] == ['convert({x}, "tp", src=I, dst=P)']
+
+
+def test_double_reduction_is_explained():
+    (violation,) = check_call("all_reduce", "tp", R, None, R).violations
+    assert "multiplies it by the axis size (the input is already R)" in violation.reason
+
+
+def test_duplicated_tokens_suggest_slicing():
+    (violation,) = check_call("all_to_all", "ep", R, None, None).violations
+    assert violation.fixes[0].call == 'convert({x}, "ep", src=R, dst=V)'
+    assert violation.fixes[0].cost == "local slice forward, zero padding in backward"
+
+
+@pytest.mark.parametrize(
+    ("have", "want", "first"),
+    [(I, R, "convert"), (P, R, "all_reduce"), (V, R, "all_gather"), (P, V, "reduce_scatter"),
+     (R, V, "convert"), (S(0), S(1), "all_to_all")],
+)
+def test_fixes_prefer_semantics_preserving_calls(have, want, first):
+    fixes = fixes_between(have, want, "tp")
+    assert fixes[0].call.startswith(first)
+    assert [f.call.startswith("reinterpret") for f in fixes] == sorted(f.call.startswith("reinterpret") for f in fixes)
+
+
+def test_fix_costs_name_forward_and_backward():
+    (fix, *_) = fixes_between(I, R, "tp")
+    assert fix.render("x") == 'convert(x, "tp", src=I, dst=R) (no-op forward, all-reduce in backward)'
