@@ -1,0 +1,234 @@
+"""Render the rules as Markdown tables, for the documentation.
+
+Every table is computed from the core (the join is *evaluated*, not
+transcribed), so the docs cannot drift from the rules.  A document marks each
+generated region with ``<!-- BEGIN GENERATED: name -->`` and
+``<!-- END GENERATED: name -->``; :func:`update` rewrites those regions::
+
+    python -m spmd_types.typesystem.tables docs/type-system.md          # rewrite
+    python -m spmd_types.typesystem.tables docs/type-system.md --check  # exit 1 if stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from spmd_types.typesystem.collectives import CALLS, Endpoint, backward, primitive_transitions, route
+from spmd_types.typesystem.join import Operand, apply_op
+from spmd_types.typesystem.local_types import WEAK, ZERO, AxisType, Constant, I, P, R, S, V, gradient_type
+from spmd_types.typesystem.ops import OPS, OpRule, Result
+from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
+from spmd_types.typesystem.violations import Code
+
+__all__ = ["TABLES", "render", "update"]
+
+_OPERANDS: tuple[AxisType | None, ...] = (R, I, V, P, WEAK, ZERO, None)
+
+
+def _label(kind: AxisType | None) -> str:
+    return "unknown" if kind is None else kind.code
+
+
+def _operand(param: str, kind: AxisType | None) -> Operand:
+    if kind is None:
+        return Operand(param, UNKNOWN)
+    if isinstance(kind, Constant):
+        return Operand(param, SpmdType(default=kind))
+    return Operand(param, SpmdType({"a": kind}))
+
+
+def _cell(rule: OpRule, left: AxisType | None, right: AxisType | None) -> str:
+    outcome = apply_op(rule, [_operand("x", left), _operand("y", right)])
+    if outcome.violations:
+        return f"`{outcome.violations[0].code.value}`"
+    result = outcome.result.get("a")
+    return _label(result)
+
+
+def _grid(rule: OpRule, title: str) -> str:
+    header = f"| {title} | " + " | ".join(_label(k) for k in _OPERANDS) + " |"
+    lines = [header, "|" + "---|" * (len(_OPERANDS) + 1)]
+    for left in _OPERANDS:
+        cells = " | ".join(_cell(rule, left, right) for right in _OPERANDS)
+        lines.append(f"| **{_label(left)}** | {cells} |")
+    return "\n".join(lines)
+
+
+def join_tables() -> str:
+    """The result of ``x op y`` on one axis for every pair of operand types."""
+    shapes = [
+        ("Linear, `x + y`", OpRule(terms=(("x",), ("y",)))),
+        ("Multilinear, `x * y`", OpRule(terms=(("x", "y"),))),
+        ("Not linear in `y`, `x / y`", OpRule(terms=(("x",),), nonlinear=("y",))),
+        ("Selector `y`, `x[y]`", OpRule(terms=(("x",),), selectors=("y",))),
+        ("Non-linear, `f(x, y)`", OpRule()),
+    ]
+    corner = "x \\\\ y"
+    return "\n\n".join(f"**{title}** (rows: `x`, columns: `y`)\n\n{_grid(rule, corner)}" for title, rule in shapes)
+
+
+def _short(name: str) -> str:
+    return name.replace("torch.nn.functional.", "F.").replace("torch.Tensor.", "Tensor.")
+
+
+def _structure(rule: OpRule) -> str:
+    if rule.result in (Result.WEAK, Result.ZERO, Result.FRESH):
+        return {"weak": "a constant", "zero": "zeros", "fresh": "new data (unknown)"}[rule.result.value]
+    if rule.result is Result.DETACH:
+        return "`input` without gradient (R, I become weak)"
+    if not rule.terms:
+        return "—"
+    joiner = " * " if not rule.sequence_product else " * … * "
+    terms = [joiner.join(term) if len(term) > 1 or rule.sequence_product else term[0] for term in rule.terms]
+    return "`" + " + ".join(terms) + "`"
+
+
+def op_table() -> str:
+    """Every registered op, grouped by identical rule."""
+    groups: dict[OpRule, list[str]] = {}
+    for name, rule in OPS.items():
+        groups.setdefault(rule, []).append(_short(name))
+    lines = [
+        "| ops | class | sum of products | not linear in | selectors | ignored |",
+        "|---|---|---|---|---|---|",
+    ]
+    order = ["linear", "multilinear", "linear + multilinear", "non-linear"]
+    ranked = sorted(groups.items(), key=lambda item: (
+        order.index(item[0].linearity) if item[0].linearity in order else len(order), sorted(item[1])[0]))
+    for rule, names in ranked:
+        ops = ", ".join(f"`{n}`" for n in sorted(names))
+        lines.append(
+            f"| {ops} | {rule.linearity} | {_structure(rule)} | {', '.join(rule.nonlinear + rule.nonlinear_if) or ''}"
+            f" | {', '.join(rule.selectors)} | {', '.join(rule.ignored)} |"
+        )
+    return "\n".join(lines)
+
+
+_ENDPOINTS = (R, I, V, P, S(0))
+
+
+def _direct(call: str, src: Endpoint, dst: Endpoint) -> bool:
+    """Whether ``call`` goes from ``src`` to ``dst`` without first taking a V input as partial."""
+    steps = route(call, src, dst)
+    if not steps:
+        return False
+    return call == "reinterpret" or str(steps[0]) != "reinterpret(V -> P)"
+
+
+def transition_matrix() -> str:
+    """Which calls go from each type to each other type (the design's state table)."""
+    lines = ["| src \\ dst | " + " | ".join(e.code.replace("(0)", "(i)") for e in _ENDPOINTS) + " |",
+             "|" + "---|" * (len(_ENDPOINTS) + 1)]
+    for src in _ENDPOINTS:
+        cells = []
+        for dst in _ENDPOINTS:
+            calls = [c for c in CALLS if c != "redistribute" and _direct(c, src, dst)]
+            cells.append(", ".join(f"`{c}`" for c in calls) or ("—" if src == dst else ""))
+        lines.append(f"| **{src.code.replace('(0)', '(i)')}** | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _spell(t: object) -> str:
+    return str(t).replace("->", "→")
+
+
+def forward_backward() -> str:
+    """Every primitive transition and the transition its backward performs."""
+    lines = ["| forward | does | backward | does |", "|---|---|---|---|"]
+    for t in primitive_transitions((0,)):
+        b = backward(t)
+        lines.append(f"| `{_spell(t).replace('S(0)', 'S(i)')}` | {t.effect} | "
+                     f"`{_spell(b).replace('S(0)', 'S(i)')}` | {b.effect} |")
+    return "\n".join(lines)
+
+
+def calls_table() -> str:
+    """Each collective and cast: defaults, accepted pairs, and their cost."""
+    lines = ["| call | src default | dst default | src → dst: forward, backward |", "|---|---|---|---|"]
+    for spec in CALLS.values():
+        pairs = []
+        for src in _ENDPOINTS:
+            for dst in _ENDPOINTS:
+                steps = route(spec.name, src, dst)
+                if steps is None or (spec.name == "redistribute" and not steps):
+                    continue
+                forward = " → ".join(t.effect for t in steps if t.effect != "no-op") or "no-op"
+                backward_effects = [backward(t).effect for t in reversed(steps) if backward(t).effect != "no-op"]
+                pairs.append(f"{src.code}→{dst.code}: {forward}, {' → '.join(backward_effects) or 'no-op'}")
+        src_default = spec.src_default.code if spec.src_default is not None else "required"
+        dst_default = spec.dst_default.code if spec.dst_default is not None else "required"
+        text = "<br>".join(p.replace("S(0)", "S(i)") for p in pairs)
+        lines.append(f"| `{spec.name}` | {src_default} | {dst_default} | {text} |")
+    return "\n".join(lines)
+
+
+def duality_table() -> str:
+    """Each type and the type of its gradient."""
+    lines = ["| type | gradient |", "|---|---|"]
+    for t in (R, I, V, P, S(0)):
+        lines.append(f"| {t.code.replace('(0)', '(i)')} | {gradient_type(t).code.replace('(0)', '(i)')} |")
+    return "\n".join(lines)
+
+
+def error_codes() -> str:
+    """The error codes and what each is for."""
+    return "\n".join(["| code | for |", "|---|---|"] + [f"| `{c.value}` | {c.description} |" for c in Code])
+
+
+TABLES: dict[str, Callable[[], str]] = {
+    "duality": duality_table,
+    "join": join_tables,
+    "ops": op_table,
+    "transitions": transition_matrix,
+    "forward-backward": forward_backward,
+    "calls": calls_table,
+    "error-codes": error_codes,
+}
+
+_REGION = re.compile(r"(<!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- END GENERATED: (?P=name) -->)",
+                     re.DOTALL)
+
+
+def render(name: str) -> str:
+    """The Markdown of generated table ``name``."""
+    return TABLES[name]()
+
+
+def update(text: str) -> str:
+    """``text`` with every generated region re-rendered."""
+
+    def replace(match: re.Match[str]) -> str:
+        name = match.group("name")
+        if name not in TABLES:
+            raise KeyError(f"unknown generated table {name!r}; known: {', '.join(TABLES)}")
+        return f"{match.group(1)}{render(name)}\n{match.group(4)}"
+
+    return _REGION.sub(replace, text)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Regenerate the rule tables in Markdown files.")
+    parser.add_argument("paths", nargs="+", type=Path)
+    parser.add_argument("--check", action="store_true", help="exit 1 if a file is out of date")
+    args = parser.parse_args(argv)
+    stale = []
+    for path in args.paths:
+        old = path.read_text()
+        new = update(old)
+        if new != old:
+            stale.append(path)
+            if not args.check:
+                path.write_text(new)
+    if args.check and stale:
+        print("out of date (run: python -m spmd_types.typesystem.tables " + " ".join(map(str, stale)) + ")",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
