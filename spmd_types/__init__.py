@@ -42,7 +42,17 @@ _RUNTIME = {
     "axis_index": "spmd_types._mesh",
     "axis_size": "spmd_types._mesh",
     "assert_type": "spmd_types._checks",
+    "set_runtime_checks": "spmd_types._checks",
+    "runtime_checks_enabled": "spmd_types._checks",
+    "SpmdError": "spmd_types._errors",
+    "SpmdValueError": "spmd_types._errors",
     "SpmdRuntimeError": "spmd_types._errors",
+    "CollectiveArgumentError": "spmd_types._errors",
+    "ShapeError": "spmd_types._errors",
+    "UnknownAxisError": "spmd_types._errors",
+    "NoCurrentMeshError": "spmd_types._errors",
+    "NotDifferentiableError": "spmd_types._errors",
+    "SpmdTypeCheckError": "spmd_types._errors",
 }
 
 __all__ = [

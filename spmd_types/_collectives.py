@@ -1,0 +1,418 @@
+"""Differentiable collectives: ``all_reduce``, ``all_gather``, ``reduce_scatter``,
+``all_to_all``, ``ppermute`` and ``redistribute``.
+
+Each call takes the local SPMD type of its input and output on ``axis`` as
+keyword-only ``src=``/``dst=`` arguments.  The types do not change what the
+forward computes (beyond choosing stack versus concatenate); they choose the
+backward, which is always the one the rule core's table gives
+(:mod:`spmd_types._prims` runs both directions from that table).
+
+Diagram conventions (as in the design notes): one row per rank of the axis,
+shown for three ranks; ``=>`` separates input from output; a value written on
+one row only is the same on every rank; a leading ``+`` marks a pending sum
+(the value is the sum of the rows).  Backward diagrams read
+``grad_input <= grad_output``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import torch
+
+from spmd_types._errors import CollectiveArgumentError, NotDifferentiableError
+from spmd_types._mesh import AxisLike, Group, resolve_axis
+from spmd_types._prims import Endpoint, check_dim, permutation, plan, run, shard_sizes
+from spmd_types.typesystem.local_types import P, Shard, V
+
+__all__ = ["all_gather", "all_reduce", "all_to_all", "ppermute", "redistribute", "reduce_scatter"]
+
+ReduceOp = Literal["sum", "avg", "max", "min"]
+
+
+def _agree(call: str, name: str, given: int | None, dim: int, ndim: int, endpoint: Shard) -> None:
+    if given is not None and check_dim(given, ndim, name) != dim:
+        raise CollectiveArgumentError(
+            f"{call}: {name}={given} disagrees with {endpoint.code}, which already fixes dim {dim}; "
+            f"drop {name}= or change the shard"
+        )
+
+
+# -- all_reduce --------------------------------------------------------------------
+
+
+class _Extremum(torch.autograd.Function):
+    """all-reduce with max or min: a statistic, with no gradient."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, group: Group, op: str) -> torch.Tensor:
+        ctx.op = op
+        ctx.label = group.label
+        ops: Any = torch.ops._c10d_functional
+        return ops.wait_tensor(ops.all_reduce(x.contiguous(), op, group.name))  # type: ignore[no-any-return]
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> None:
+        raise NotDifferentiableError(
+            f'all_reduce(op="{ctx.op}") on axis {ctx.label!r} has no gradient, but one reached it. '
+            f"It is meant for statistics such as the max logit subtracted before a softmax, which "
+            f'does not change the result: pass x.detach(), or use op="sum"/"avg" if the gradient matters'
+        )
+
+
+_extremum: Callable[[torch.Tensor, Group, str], torch.Tensor] = _Extremum.apply
+
+
+def all_reduce(
+    x: torch.Tensor, axis: AxisLike, *, src: Endpoint = P, dst: Endpoint, op: ReduceOp = "sum"
+) -> torch.Tensor:
+    """``all_reduce(x: P | V, axis, *, src=P, dst: R | I, op="sum") -> R | I``
+
+    Sums the ranks' tensors over ``axis``; every rank gets the total.  A
+    partial input already *means* that sum, so on the denotation this is the
+    identity: it only carries the pending sum out::
+
+        +Ax
+        +Ay  =>  Ax + Ay + Az
+        +Az
+
+    ``src=V`` takes a varying input as its own partial sum (the route is
+    ``reinterpret(V -> P)`` then ``all_reduce(P -> dst)``).
+
+    Args:
+        x: the local tensor; any shape, any layout.
+        axis: mesh-axis name, process group or 1-D mesh.
+        src: ``P`` (default) or ``V``.
+        dst: ``R`` or ``I``; required, because the backward differs.
+        op: ``"sum"``; ``"avg"`` (the sum divided by the axis size,
+            differentiable); ``"max"`` or ``"min"`` (statistics: element-wise
+            extremum over the ranks, no gradient; a gradient reaching them
+            raises :class:`~spmd_types._errors.NotDifferentiableError`).
+
+    Returns:
+        A tensor of ``x``'s shape, of type ``dst`` on ``axis``.
+
+    **Backward cases** (for ``op="sum"``; ``"avg"`` also divides by the axis size):
+
+    ``all_reduce(P -> R)``: the gradient of ``R`` is ``P``, so the backward is
+    ``all_reduce(P -> R)`` again::
+
+                          +Gx
+        Gx + Gy + Gz  <=  +Gy
+                          +Gz
+
+    ``all_reduce(P -> I)``: the gradient is already invariant; the backward is
+    ``reinterpret(I -> R)``, a no-op::
+
+        G  <=  G
+
+    Pick ``I`` when the ranks go on to do the same work (Megatron's
+    reduce-from-tensor-parallel region: identity backward), ``R`` when they
+    go on to do different work with it.
+    """
+    group = resolve_axis(axis)
+    steps = plan("all_reduce", src, dst, group)
+    if op == "sum":
+        return run(steps, x, group)
+    if op == "avg":
+        return run(steps, x, group) / group.size
+    if op == "max" or op == "min":
+        return _extremum(x, group, op)
+    raise CollectiveArgumentError(f'all_reduce: op must be "sum", "avg", "max" or "min", got {op!r}')
+
+
+# -- all_gather --------------------------------------------------------------------
+
+
+def all_gather(
+    x: torch.Tensor,
+    axis: AxisLike,
+    *,
+    src: Endpoint = V,
+    dst: Endpoint,
+    gather_dim: int | None = None,
+    split_sizes: Sequence[int] | None = None,
+) -> torch.Tensor:
+    """``all_gather(x: V | S(i), axis, *, src=V, dst: R | I, gather_dim=None) -> R | I``
+
+    Every rank gets every rank's tensor.  With ``src=V`` the tensors are
+    stacked along a new dim ``gather_dim`` (default 0); with ``src=S(i)`` they
+    are concatenated along dim ``i`` (the global tensor the shards make up)::
+
+        src=V:                       src=S(0):
+        A                            [A0, A1]
+        B  =>  [A, B, C]             [B0, B1]  =>  [A0, A1, B0, B1, C0, C1]
+        C                            [C0, C1]
+
+    Args:
+        x: the local tensor (``V``) or shard (``S(i)``); any layout.
+        axis: mesh-axis name, process group or 1-D mesh.
+        src: ``V`` (default) or ``S(i)``.
+        dst: ``R`` or ``I``; required, because the backward differs.
+        gather_dim: for ``src=V``, where the new dim goes (default 0); for
+            ``src=S(i)`` it may be given only as ``i``.
+        split_sizes: for ``src=S(i)`` only: the shard length of every rank
+            along ``i``, for shards of unequal length (each rank's ``x`` must
+            have its own length).  Implemented by padding to the longest.
+
+    Returns:
+        ``V``: shape ``x.shape`` with the axis size inserted at ``gather_dim``.
+        ``S(i)``: ``x.shape`` with dim ``i`` multiplied by the axis size (or
+        ``sum(split_sizes)``).
+
+    **Backward cases:**
+
+    ``all_gather(V -> R)``: the backward is ``reduce_scatter(P -> V)``; each
+    rank's row ``k`` is a partial gradient of rank ``k``'s input::
+
+        Gx0 + Gy0 + Gz0      +[Gx0, Gx1, Gx2]
+        Gx1 + Gy1 + Gz1  <=  +[Gy0, Gy1, Gy2]
+        Gx2 + Gy2 + Gz2      +[Gz0, Gz1, Gz2]
+
+    ``all_gather(V -> I)``: the gradient is invariant, so each rank just takes
+    its own entry: ``convert(I -> V)``, no communication::
+
+        G0
+        G1  <=  [G0, G1, G2]
+        G2
+
+    ``all_gather(S(i) -> R)`` and ``(S(i) -> I)``: the same with chunks along
+    ``i``: ``reduce_scatter(P -> S(i))`` and ``convert(I -> S(i))``.
+    """
+    group = resolve_axis(axis)
+    steps = plan("all_gather", src, dst, group)
+    if isinstance(src, Shard):
+        a = check_dim(src.dim, x.dim(), "src=S(dim)")
+        _agree("all_gather", "gather_dim", gather_dim, a, x.dim(), src)
+        sizes = shard_sizes(split_sizes, group, "all_gather", src)
+        return run(steps, x, group, a, 0, sizes, sizes)
+    shard_sizes(split_sizes, group, "all_gather", src)
+    a = 0 if gather_dim is None else check_dim(gather_dim, x.dim() + 1, "gather_dim")
+    return run(steps, x, group, a, 0)
+
+
+# -- reduce_scatter ----------------------------------------------------------------
+
+
+def reduce_scatter(
+    x: torch.Tensor,
+    axis: AxisLike,
+    *,
+    src: Endpoint = P,
+    dst: Endpoint = V,
+    scatter_dim: int | None = None,
+    split_sizes: Sequence[int] | None = None,
+) -> torch.Tensor:
+    """``reduce_scatter(x: P | V, axis, *, src=P, dst=V, scatter_dim=None) -> V | S(i)``
+
+    Sums over the ranks, and each rank keeps only its own part of the sum
+    (an all-reduce that drops what the rank does not need).  ``dst=V``:
+    dim ``scatter_dim`` (default 0) must have one entry per rank; rank ``k``
+    keeps entry ``k`` and the dim disappears.  ``dst=S(i)``: dim ``i`` is
+    cut into equal chunks (or ``split_sizes``) and rank ``k`` keeps chunk ``k``::
+
+        dst=V:
+        +[Ax, Bx, Cx]      Ax + Ay + Az
+        +[Ay, By, Cy]  =>  Bx + By + Bz
+        +[Az, Bz, Cz]      Cx + Cy + Cz
+
+        dst=S(0):
+        +[A0x, A1x, B0x, B1x, C0x, C1x]      [A0x + A0y + A0z, A1x + A1y + A1z]
+        +[A0y, A1y, B0y, B1y, C0y, C1y]  =>  [B0x + B0y + B0z, B1x + B1y + B1z]
+        +[A0z, A1z, B0z, B1z, C0z, C1z]      [C0x + C0y + C0z, C1x + C1y + C1z]
+
+    ``src=V`` takes a varying input as its own partial sum.
+
+    Args:
+        x: the local partial tensor; any layout.
+        axis: mesh-axis name, process group or 1-D mesh.
+        src: ``P`` (default) or ``V``.
+        dst: ``V`` (default) or ``S(i)``.
+        scatter_dim: for ``dst=V``, the dim of size axis-size to scatter
+            (default 0); for ``dst=S(i)`` it may be given only as ``i``.
+        split_sizes: for ``dst=S(i)`` only: every rank's chunk length along
+            ``i`` (they must add up to ``x.shape[i]``), for uneven chunks.
+
+    Returns:
+        A tensor of type ``dst`` on ``axis``.
+
+    **Backward cases:**
+
+    ``reduce_scatter(P -> V)``: the backward is ``all_gather(V -> R)``, which
+    hands every rank the gradient of every entry it contributed to::
+
+                        G0
+        [G0, G1, G2]  <=  G1
+                        G2
+
+    ``reduce_scatter(P -> S(i))``: likewise ``all_gather(S(i) -> R)``::
+
+                                      [G0, G1]
+        [G0, G1, G2, G3, G4, G5]  <=  [G2, G3]
+                                      [G4, G5]
+    """
+    group = resolve_axis(axis)
+    steps = plan("reduce_scatter", src, dst, group)
+    if isinstance(dst, Shard):
+        b = check_dim(dst.dim, x.dim(), "dst=S(dim)")
+        _agree("reduce_scatter", "scatter_dim", scatter_dim, b, x.dim(), dst)
+        sizes = shard_sizes(split_sizes, group, "reduce_scatter", dst)
+        return run(steps, x, group, 0, b, sizes, sizes)
+    shard_sizes(split_sizes, group, "reduce_scatter", dst)
+    b = 0 if scatter_dim is None else check_dim(scatter_dim, x.dim(), "scatter_dim")
+    return run(steps, x, group, 0, b)
+
+
+# -- all_to_all --------------------------------------------------------------------
+
+
+def all_to_all(
+    x: torch.Tensor,
+    axis: AxisLike,
+    *,
+    src: Endpoint = V,
+    dst: Endpoint = V,
+    split_dim: int | None = None,
+    concat_dim: int | None = None,
+) -> torch.Tensor:
+    """``all_to_all(x: V | S(i), axis, *, src=V, dst=V, split_dim=None, concat_dim=None) -> V | S(j)``
+
+    Every rank cuts its tensor into one piece per rank, sends piece ``k`` to
+    rank ``k``, and joins the pieces it receives in source-rank order.  ``dst``
+    says how a tensor is cut: ``V`` unbinds dim ``split_dim`` (default 0; its
+    size must be the axis size), ``S(j)`` chunks along ``j``.  ``src`` says how
+    received pieces are joined: ``V`` stacks them along a new dim
+    ``concat_dim`` (default 0), ``S(i)`` concatenates them along ``i``.  For
+    shards this keeps the global tensor and moves the sharding from dim ``i``
+    to dim ``j``::
+
+        V -> V (transpose the axis with dim 0):
+        [A0, A1, A2]      [A0, B0, C0]
+        [B0, B1, B2]  =>  [A1, B1, C1]
+        [C0, C1, C2]      [A2, B2, C2]
+
+        S(0) -> S(1) (global [[a, b, c], [d, e, f], [g, h, k]]):
+        [[a, b, c]]      [[a], [d], [g]]
+        [[d, e, f]]  =>  [[b], [e], [h]]
+        [[g, h, k]]      [[c], [f], [k]]
+
+    ``S(i) -> S(j)`` thus splits on ``j`` and concatenates on ``i``.  In the
+    mixed cases the dims follow the tensor they describe: for ``V -> S(j)``,
+    ``j`` and ``concat_dim`` are dims of the output (they must differ); for
+    ``S(i) -> V``, ``i`` and ``split_dim`` are dims of the input (they must
+    differ).  Uneven pieces are not supported.
+
+    Args:
+        x: the local tensor; any layout.
+        axis: mesh-axis name, process group or 1-D mesh.
+        src: ``V`` (default) or ``S(i)``.
+        dst: ``V`` (default) or ``S(j)``.
+        split_dim: the dim unbound for ``dst=V`` (may be given only as ``j`` for ``dst=S(j)``).
+        concat_dim: the dim stacked for ``src=V`` (may be given only as ``i`` for ``src=S(i)``).
+
+    **Backward cases:**
+
+    The backward is ``all_to_all`` again with the roles swapped: ``dst -> src``,
+    ``split_dim`` <-> ``concat_dim``.  For ``V -> V``::
+
+        [G0a, G1a, G2a]      [G0a, G0b, G0c]
+        [G0b, G1b, G2b]  <=  [G1a, G1b, G1c]
+        [G0c, G1c, G2c]      [G2a, G2b, G2c]
+
+    and ``S(i) -> S(j)`` has backward ``S(j) -> S(i)``.
+    """
+    group = resolve_axis(axis)
+    steps = plan("all_to_all", src, dst, group)
+    ndim = x.dim()
+    src_v = not isinstance(src, Shard)
+    dst_v = not isinstance(dst, Shard)
+    out_ndim = ndim + src_v - dst_v
+    if isinstance(src, Shard):
+        a = check_dim(src.dim, ndim, "src=S(dim)")
+        _agree("all_to_all", "concat_dim", concat_dim, a, ndim, src)
+    else:
+        a = 0 if concat_dim is None else check_dim(concat_dim, out_ndim, "concat_dim")
+    if isinstance(dst, Shard):
+        b = check_dim(dst.dim, out_ndim, "dst=S(dim)")
+        _agree("all_to_all", "split_dim", split_dim, b, out_ndim, dst)
+    else:
+        b = 0 if split_dim is None else check_dim(split_dim, ndim, "split_dim")
+    if src_v != dst_v and a == b:
+        which = ("concat_dim", "output", "dst") if src_v else ("split_dim", "input", "src")
+        raise CollectiveArgumentError(
+            f"all_to_all {src.code} -> {dst.code}: {which[0]} and the shard dim are both dim {a} of the "
+            f"{which[1]}; pass {which[0]}= a different dim (or shard another dim in {which[2]}=)"
+        )
+    return run(steps, x, group, a, b)
+
+
+# -- ppermute ----------------------------------------------------------------------
+
+
+def ppermute(x: torch.Tensor, axis: AxisLike, perm: Sequence[tuple[int, int]]) -> torch.Tensor:
+    """``ppermute(x: V, axis, perm) -> V``
+
+    Point-to-point exchange along a permutation of the axis (as in JAX):
+    ``perm`` lists ``(source index, destination index)`` pairs; the source
+    sends its whole tensor to the destination.  A rank that receives nothing
+    gets zeros.  A ring shift by one on three ranks,
+    ``perm=[(0, 1), (1, 2), (2, 0)]``::
+
+        A      C
+        B  =>  A
+        C      B
+
+    Every rank's ``x`` must have the same shape and dtype.
+
+    Args:
+        x: the local tensor; any layout.
+        axis: mesh-axis name, process group or 1-D mesh.
+        perm: ``(source, destination)`` pairs; no index may appear twice as a
+            source or twice as a destination.
+
+    **Backward case:** ``ppermute`` along the inverse permutation: each rank
+    sends the gradient of what it received back to the rank it came from; a
+    rank whose tensor went nowhere gets a zero gradient::
+
+        G1      G0
+        G2  <=  G1
+        G0      G2
+    """
+    group = resolve_axis(axis)
+    steps = plan("ppermute", V, V, group)
+    forward, backward = permutation(perm, group.size)
+    return run(steps, x, group, 0, 0, forward, backward)
+
+
+# -- redistribute ------------------------------------------------------------------
+
+
+def redistribute(x: torch.Tensor, axis: AxisLike, *, src: Endpoint, dst: Endpoint) -> torch.Tensor:
+    """``redistribute(x, axis, *, src, dst) -> dst``
+
+    Changes the type on ``axis`` while keeping the global value, with
+    whatever communication that takes.  It routes to one call::
+
+        redistribute(V | S(i) -> R | I)   = all_gather
+        redistribute(P -> R | I)          = all_reduce
+        redistribute(P -> V | S(i))       = reduce_scatter
+        redistribute(S(i) -> S(j))        = all_to_all (split on j, concatenate on i)
+        redistribute(R | I -> V | S(i))   = convert (take my entry / chunk)
+        redistribute(R | I | V | S(i) -> P) = convert (zero padding / masking)
+        redistribute(I -> R), (R -> I)    = reinterpret
+        redistribute(T -> T), (V <-> S(i)) = identity (no-op both ways)
+
+    A ``V`` end means "one entry per rank along dim 0" (the dim that
+    ``all_gather`` stacks on and ``convert`` takes from).  The table is the
+    rule core's; a pair it does not list raises an error naming the
+    alternatives.
+
+    **Backward:** the backward of the call it routes to (see that call).
+    """
+    group = resolve_axis(axis)
+    steps = plan("redistribute", src, dst, group)
+    ndim = x.dim()
+    a = check_dim(src.dim, ndim, "src=S(dim)") if isinstance(src, Shard) else 0
+    b = check_dim(dst.dim, ndim, "dst=S(dim)") if isinstance(dst, Shard) else 0
+    return run(steps, x, group, a, b)

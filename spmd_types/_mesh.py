@@ -1,0 +1,262 @@
+"""The current device mesh and how an ``axis`` argument becomes a process group.
+
+Every collective and cast takes an ``axis``, which is one of
+
+* a mesh-axis name such as ``"tp"``, looked up in the mesh of the innermost
+  ``with spmd.set_current_mesh(mesh):`` block;
+* a :class:`torch.distributed.ProcessGroup` (the group of the axis);
+* a one-dimensional :class:`~torch.distributed.device_mesh.DeviceMesh`
+  (for example ``mesh["tp"]``).
+
+Resolution produces a :class:`Group`: the process group, its size, this
+process's index in it and the name the functional collectives use.  Groups
+are built once (when a mesh is entered, or the first time a process group or
+sub-mesh is seen) so that a call only pays for a dict lookup.
+
+Simulated ranks.  Under ``torch.distributed._local_tensor.LocalTensorMode``
+one process runs every rank, so "my index on the axis" is not a Python int:
+:func:`axis_index` then returns a per-rank ``SymInt`` (usable in arithmetic and
+in ``narrow``, not in ``if`` or as a list index), and the runtime's own
+rank-dependent local operations run once per simulated rank (see
+:func:`per_rank`).
+
+The mesh stack is per process (not per thread).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Union
+
+import torch
+import torch.distributed as dist
+from torch.distributed.device_mesh import DeviceMesh
+
+from spmd_types._errors import NoCurrentMeshError, UnknownAxisError
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeAlias
+
+__all__ = [
+    "AxisLike",
+    "Group",
+    "axis_index",
+    "axis_size",
+    "current_mesh",
+    "per_rank",
+    "resolve_axis",
+    "set_current_mesh",
+]
+
+AxisLike: TypeAlias = Union[str, dist.ProcessGroup, DeviceMesh]
+"""What an ``axis`` argument may be: a mesh-axis name, a process group, a 1-D mesh."""
+
+# -- simulated ranks (LocalTensorMode) -------------------------------------------------
+
+try:  # LocalTensorMode is private and recent; the runtime works without it.
+    from torch.distributed._local_tensor import LocalIntNode as _LocalIntNode
+    from torch.distributed._local_tensor import LocalTensor as _LocalTensor
+    from torch.distributed._local_tensor import enabled_local_tensor_mode as _enabled_mode
+    from torch.distributed._local_tensor._c10d import _prepare_collective_groups
+
+    _HAVE_LOCAL_TENSOR = True
+except ImportError:  # pragma: no cover - older torch
+    _HAVE_LOCAL_TENSOR = False
+
+
+def _simulated() -> Any:
+    """The enabled ``LocalTensorMode``, or ``None`` when running real ranks."""
+    if not _HAVE_LOCAL_TENSOR:
+        return None
+    return _enabled_mode()
+
+
+class Group:
+    """A resolved mesh axis: one process group and what the runtime needs from it.
+
+    ``label`` names the axis in error messages (``"tp"``, or the group's name).
+    ``rank`` is this process's index in the group; under ``LocalTensorMode``
+    it is the index of the real process (rank 0) and :meth:`index_map` gives
+    every simulated rank's index instead.
+    """
+
+    __slots__ = ("_index_map", "label", "name", "pg", "rank", "size")
+
+    pg: dist.ProcessGroup
+    name: str
+    size: int
+    rank: int
+    label: str
+    _index_map: dict[int, int] | None
+
+    def __init__(self, pg: dist.ProcessGroup, label: str) -> None:
+        self.pg = pg
+        self.name = pg.group_name
+        self.size = pg.size()
+        self.rank = pg.rank()
+        self.label = label
+        self._index_map = None
+
+    def __repr__(self) -> str:
+        return f"Group({self.label!r}, size={self.size})"
+
+    def index_map(self) -> dict[int, int]:
+        """Global rank -> index on this axis, for every rank of the world (simulation only).
+
+        Derived from the group's rank layout exactly as ``LocalTensorMode``
+        lays out the copies of a subgroup, so that per-rank local operations
+        agree with the simulated collectives.
+        """
+        if self._index_map is None:
+            self._index_map = {r: i for members in self.members() for i, r in enumerate(members)}
+        return self._index_map
+
+    def members(self) -> list[list[int]]:
+        """The global ranks of every copy of this group in the world, each in axis order (simulation only)."""
+        ranks, offsets, _ = _prepare_collective_groups(self.pg)
+        return [[offset + r for r in ranks] for offset in offsets]
+
+
+def per_rank(x: torch.Tensor, group: Group, fn: Callable[[torch.Tensor, int], torch.Tensor]) -> torch.Tensor:
+    """``fn(local_tensor, my_index_on_axis)`` on every rank this process runs.
+
+    On a real process group that is one call with this process's index.  Under
+    ``LocalTensorMode`` it is one call per simulated rank, each with that
+    rank's index as a plain int, so ``fn`` may branch and index freely.
+    """
+    if _HAVE_LOCAL_TENSOR and isinstance(x, _LocalTensor):
+        mode = _simulated()
+        if mode is not None:
+            index = group.index_map()
+            return mode.tensor_map(x, lambda r, t: fn(t, index[r]))  # type: ignore[no-any-return]
+    return fn(x, group.rank)
+
+
+def local_tensors(x: torch.Tensor) -> dict[int, torch.Tensor] | None:
+    """Global rank -> local tensor when ``x`` is a simulated ``LocalTensor``, else ``None``."""
+    if _HAVE_LOCAL_TENSOR and isinstance(x, _LocalTensor):
+        return dict(x._local_tensors)
+    return None
+
+
+def per_rank_int(group: Group, values: tuple[int, ...]) -> int | torch.SymInt:
+    """``values[my index on the axis]``: an int, or a per-rank ``SymInt`` under ``LocalTensorMode``."""
+    mode = _simulated()
+    if mode is None:
+        return values[group.rank]
+    index = group.index_map()
+    mine = {r: values[index[r]] for r in mode.ranks}
+    distinct = set(mine.values())
+    if len(distinct) == 1:
+        return distinct.pop()
+    return torch.SymInt(_LocalIntNode(mine))  # type: ignore[no-untyped-call]
+
+
+# -- the current mesh --------------------------------------------------------------
+
+
+class _MeshEntry:
+    __slots__ = ("groups", "mesh")
+
+    def __init__(self, mesh: DeviceMesh) -> None:
+        names = mesh.mesh_dim_names
+        if not names:
+            raise UnknownAxisError(
+                "set_current_mesh needs a DeviceMesh with mesh_dim_names, e.g. "
+                'init_device_mesh("cuda", (2, 4), mesh_dim_names=("dp", "tp"))'
+            )
+        self.mesh = mesh
+        self.groups = {name: Group(mesh.get_group(name), name) for name in names}
+
+
+_STACK: list[_MeshEntry] = []
+
+
+@contextlib.contextmanager
+def set_current_mesh(mesh: DeviceMesh) -> Iterator[DeviceMesh]:
+    """``with set_current_mesh(mesh):`` makes ``mesh``'s axis names usable as ``axis``.
+
+    Blocks nest; the innermost mesh wins and the previous one is restored on
+    exit (also when an exception leaves the block).  The mesh must have
+    ``mesh_dim_names``.  Yields ``mesh``.
+    """
+    entry = _MeshEntry(mesh)
+    _STACK.append(entry)
+    try:
+        yield mesh
+    finally:
+        _STACK.remove(entry)
+
+
+def current_mesh() -> DeviceMesh | None:
+    """The mesh of the innermost ``set_current_mesh`` block, or ``None`` outside any."""
+    return _STACK[-1].mesh if _STACK else None
+
+
+# Process groups and 1-D meshes passed directly as ``axis``, keyed by identity.
+_BY_OBJECT: dict[int, tuple[object, Group]] = {}
+
+
+def resolve_axis(axis: AxisLike) -> Group:
+    """The :class:`Group` of ``axis`` (a name in the current mesh, a group, or a 1-D mesh)."""
+    if type(axis) is str:
+        if not _STACK:
+            raise NoCurrentMeshError(
+                f"axis {axis!r} is a mesh-axis name, but no mesh is current; wrap the code in "
+                f"`with spmd_types.set_current_mesh(device_mesh):` or pass the axis's ProcessGroup"
+            )
+        group = _STACK[-1].groups.get(axis)
+        if group is None:
+            known = tuple(_STACK[-1].groups)
+            raise UnknownAxisError(
+                f"the current mesh has no axis {axis!r}; its axes are {', '.join(map(repr, known))}", known
+            )
+        return group
+    cached = _BY_OBJECT.get(id(axis))
+    if cached is not None and cached[0] is axis:
+        return cached[1]
+    return _resolve_object(axis)
+
+
+def _resolve_object(axis: object) -> Group:
+    if isinstance(axis, dist.ProcessGroup):
+        group = Group(axis, f"group {axis.group_name}")
+    elif isinstance(axis, DeviceMesh):
+        if axis.ndim != 1:
+            raise UnknownAxisError(
+                f"a DeviceMesh passed as axis must be one-dimensional, got one with {axis.ndim} dims "
+                f"{axis.mesh_dim_names}; pass one of its axis names or mesh[name]"
+            )
+        names = axis.mesh_dim_names
+        group = Group(axis.get_group(), names[0] if names else f"group {axis.get_group().group_name}")
+    elif isinstance(axis, str):  # a str subclass
+        return resolve_axis(str(axis))
+    else:
+        raise UnknownAxisError(
+            f"axis must be a mesh-axis name, a ProcessGroup or a 1-D DeviceMesh, got {type(axis).__name__}"
+        )
+    _BY_OBJECT[id(axis)] = (axis, group)
+    return group
+
+
+def axis_size(axis: AxisLike) -> int:
+    """The number of ranks on ``axis``."""
+    return resolve_axis(axis).size
+
+
+def axis_index(axis: AxisLike) -> int | torch.SymInt:
+    """This rank's index on ``axis``, in ``range(axis_size(axis))``.
+
+    On real ranks an ``int``.  Under ``LocalTensorMode`` a per-rank ``SymInt``
+    (``dist.get_rank(group)`` would give the real process's rank for every
+    simulated rank): it works in arithmetic and as a ``narrow`` offset, but
+    not in ``if``/``bool()`` or as a Python index.
+    """
+    group = resolve_axis(axis)
+    mode = _simulated()
+    if mode is None:
+        return group.rank
+    if type(axis) is str:
+        return _STACK[-1].mesh.get_local_rank(axis)
+    return per_rank_int(group, tuple(range(group.size)))

@@ -1,0 +1,448 @@
+"""The primitive transitions, each implemented once, and the autograd Function that runs them.
+
+The rule core (:mod:`spmd_types.typesystem.collectives`) lists every primitive
+transition ``call(src -> dst)`` on one mesh axis and says which transition its
+backward performs (:func:`~spmd_types.typesystem.collectives.backward`).  This
+module gives each primitive, keyed by ``(call, src kind, dst kind)`` with
+``"S"`` for any shard, exactly one forward implementation, and runs every
+primitive through a single :class:`torch.autograd.Function`, :class:`_Step`,
+whose backward is *the forward implementation of the core's backward
+transition* (itself run through :class:`_Step`, so double backward works too).
+No backward is written by hand: the table is the only place that says what
+a gradient does.
+
+Parameters of a step.  Besides the tensor and the axis a step takes
+
+* ``a``: the dim of the *source* side.  For ``src=S(i)`` it is ``i`` (a dim of
+  the input).  For ``src=V`` it is where the source ranks' tensors are stacked
+  in the output (``all_gather``'s ``gather_dim``, ``all_to_all``'s
+  ``concat_dim``, the new dim ``convert(V -> P)`` pads).
+* ``b``: the dim of the *destination* side.  For ``dst=S(j)`` it is ``j`` (a
+  dim of the output).  For ``dst=V`` it is the input dim that is unbound over
+  the destination ranks (``reduce_scatter``'s ``scatter_dim``, ``all_to_all``'s
+  ``split_dim``, the dim ``convert(R -> V)`` selects from).
+* ``extra``: the uneven ``split_sizes`` of a shard, or ``ppermute``'s
+  permutation; ``extra_back`` is what the backward step needs instead (the
+  same sizes; the inverse permutation).
+
+Because the backward of ``src -> dst`` goes from ``grad(dst)`` to
+``grad(src)``, the backward step receives ``(b, a, extra_back, extra)``: the
+destination side of a forward is the source side of its backward.  A gather
+that stacks at ``a`` thus has a reduce-scatter that unbinds ``a`` as its
+backward, a shard of dim ``i`` stays a shard of dim ``i``, and so on.
+
+Routes.  A user call runs :func:`~spmd_types.typesystem.collectives.route`'s
+steps in order.  A step that is a no-op forward *and* backward
+(``reinterpret(V -> P)``, ``reinterpret(R -> V)``, ``reinterpret(R -> P)``) is
+dropped from the plan: running it would only cost time.  Plans are cached per
+``(call, src, dst)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Union
+
+import torch
+import torch.nn.functional as F
+
+from spmd_types._errors import CollectiveArgumentError, ShapeError
+from spmd_types._mesh import Group, per_rank, per_rank_int
+from spmd_types.typesystem.collectives import Transition, check_call, primitive_transitions, route
+from spmd_types.typesystem.collectives import backward as backward_transition
+from spmd_types.typesystem.local_types import LocalType, Shard
+
+__all__ = ["PRIMS", "Endpoint", "Prim", "check_dim", "permutation", "plan", "run", "shard_sizes"]
+
+Endpoint = Union[LocalType, Shard]
+Impl = Callable[[torch.Tensor, Group, int, int, Any], torch.Tensor]
+Key = tuple[str, str, str]
+
+_ops: Any = torch.ops._c10d_functional
+_all_reduce = _ops.all_reduce.default
+_all_gather = _ops.all_gather_into_tensor.default
+_reduce_scatter = _ops.reduce_scatter_tensor.default
+_all_to_all = _ops.all_to_all_single.default
+_wait = _ops.wait_tensor.default
+
+
+def _kind(t: Endpoint) -> str:
+    return "S" if isinstance(t, Shard) else t.code
+
+
+def check_dim(dim: int, ndim: int, what: str) -> int:
+    """``dim`` normalized into ``range(ndim)``, or a :class:`ShapeError` naming ``what``."""
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise ShapeError(f"{what} must be an int, got {dim!r}")
+    if not -ndim <= dim < ndim:
+        raise ShapeError(f"{what}={dim} is out of range for a tensor with {ndim} dims")
+    return dim % ndim if ndim else dim
+
+
+def shard_sizes(sizes: Sequence[int] | None, group: Group, call: str, endpoint: Endpoint) -> tuple[int, ...] | None:
+    """``split_sizes=`` checked: one non-negative int per rank, for a shard end only."""
+    if sizes is None:
+        return None
+    if not isinstance(endpoint, Shard):
+        raise CollectiveArgumentError(f"{call}: split_sizes= needs a shard S(i), not {endpoint.code}")
+    out = tuple(sizes)
+    if len(out) != group.size or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in out):
+        raise CollectiveArgumentError(
+            f"{call}: split_sizes must be {group.size} non-negative ints (one per rank of axis "
+            f"{group.label!r}), got {list(sizes)}"
+        )
+    return out
+
+
+def _need_axis_sized(x: torch.Tensor, dim: int, group: Group, why: str) -> None:
+    if x.shape[dim] != group.size:
+        raise ShapeError(
+            f"{why}: dim {dim} of the input must have one entry per rank of axis {group.label!r} "
+            f"(size {group.size}), got shape {tuple(x.shape)}"
+        )
+
+
+def _need_divisible(x: torch.Tensor, dim: int, group: Group, why: str) -> int:
+    length = x.shape[dim]
+    if length % group.size:
+        raise ShapeError(
+            f"{why}: dim {dim} of the input (size {length}) is not divisible by the size {group.size} "
+            f"of axis {group.label!r}; pad it, or pass split_sizes= for an uneven split"
+        )
+    return length // group.size
+
+
+def _need_sizes(sizes: tuple[int, ...], total: int, dim: int, why: str) -> None:
+    if sum(sizes) != total:
+        raise ShapeError(f"{why}: split_sizes {list(sizes)} add up to {sum(sizes)}, but dim {dim} has size {total}")
+
+
+def _offsets(sizes: tuple[int, ...]) -> tuple[int, ...]:
+    out, acc = [], 0
+    for s in sizes:
+        out.append(acc)
+        acc += s
+    return tuple(out)
+
+
+def _pad_dim(t: torch.Tensor, dim: int, before: int, after: int) -> torch.Tensor:
+    """``t`` with ``before``/``after`` zeros added along ``dim``."""
+    if before == 0 and after == 0:
+        return t
+    spec = [0, 0] * (t.dim() - 1 - dim) + [before, after]
+    return F.pad(t, spec)
+
+
+# -- forward implementations -------------------------------------------------------
+# Each takes (x, group, a, b, extra); see the module docstring for a, b, extra.
+
+
+def _identity(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
+    return x
+
+
+def _sum_all_reduce(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
+    return _wait(_all_reduce(x.contiguous(), "sum", group.name))  # type: ignore[no-any-return]
+
+
+def _gather_stack(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
+    stacked = _wait(_all_gather(x.unsqueeze(0).contiguous(), group.size, group.name))
+    return stacked if a == 0 else stacked.movedim(0, a).contiguous()  # type: ignore[no-any-return]
+
+
+def _gather_cat(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
+    if sizes is None:
+        stacked = _wait(_all_gather(x.unsqueeze(0).contiguous(), group.size, group.name))
+        return stacked.movedim(0, a).flatten(a, a + 1)  # type: ignore[no-any-return]
+    # Uneven: every rank pads its shard to the largest, gathers, and trims.
+    longest = max(sizes)
+
+    def pad(t: torch.Tensor, me: int) -> torch.Tensor:
+        if t.shape[a] != sizes[me]:
+            raise ShapeError(
+                f"all_gather: rank {me} of axis {group.label!r} has {t.shape[a]} entries along dim {a}, "
+                f"but split_sizes says {sizes[me]}"
+            )
+        return _pad_dim(t, a, 0, longest - sizes[me])
+
+    padded = per_rank(x, group, pad) if any(s != longest for s in sizes) else x
+    stacked = _wait(_all_gather(padded.unsqueeze(0).contiguous(), group.size, group.name))
+    return torch.cat([stacked[k].narrow(a, 0, sizes[k]) for k in range(group.size)], dim=a)
+
+
+def _scatter_unbind(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
+    _need_axis_sized(x, b, group, "reduce_scatter to V")
+    rows = x.movedim(b, 0).contiguous()
+    return _wait(_reduce_scatter(rows, "sum", group.size, group.name)).squeeze(0)  # type: ignore[no-any-return]
+
+
+def _scatter_chunk(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
+    if sizes is None:
+        chunk = _need_divisible(x, b, group, "reduce_scatter")
+        rows = torch.unflatten(x, b, (group.size, chunk)).movedim(b, 0).contiguous()
+        return _wait(_reduce_scatter(rows, "sum", group.size, group.name)).squeeze(0)  # type: ignore[no-any-return]
+    _need_sizes(sizes, x.shape[b], b, "reduce_scatter")
+    longest = max(sizes)
+    pieces = [_pad_dim(p, b, 0, longest - p.shape[b]) for p in x.split_with_sizes(list(sizes), dim=b)]
+    mine = _wait(_reduce_scatter(torch.stack(pieces).contiguous(), "sum", group.size, group.name)).squeeze(0)
+    return per_rank(mine, group, lambda t, me: t.narrow(b, 0, sizes[me]).contiguous())
+
+
+def _take_entry(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
+    _need_axis_sized(x, b, group, "convert to V")
+    return per_rank(x, group, lambda t, me: t.select(b, me).clone())
+
+
+def _take_chunk(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
+    if sizes is None:
+        chunk = _need_divisible(x, b, group, "convert to S")
+        return per_rank(x, group, lambda t, me: t.narrow(b, me * chunk, chunk).clone())
+    _need_sizes(sizes, x.shape[b], b, "convert to S")
+    starts = _offsets(sizes)
+    return per_rank(x, group, lambda t, me: t.narrow(b, starts[me], sizes[me]).clone())
+
+
+def _keep_on_first(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
+    return per_rank(x, group, lambda t, me: t.clone() if me == 0 else torch.zeros_like(t))
+
+
+def _pad_entry(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
+    n = group.size
+    return per_rank(x, group, lambda t, me: _pad_dim(t.unsqueeze(a), a, me, n - 1 - me))
+
+
+def _pad_chunk(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
+    n = group.size
+    if sizes is None:
+        return per_rank(x, group, lambda t, me: _pad_dim(t, a, me * t.shape[a], (n - 1 - me) * t.shape[a]))
+    starts, total = _offsets(sizes), sum(sizes)
+    return per_rank(x, group, lambda t, me: _pad_dim(t, a, starts[me], total - starts[me] - t.shape[a]))
+
+
+def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
+    """all_to_all: divide by destination (``dst``), exchange, join by source (``src``).
+
+    dst ``V``: unbind input dim ``b``; dst ``S(b)``: chunk along ``b`` (a dim of
+    the output).  src ``V``: stack at output dim ``a``; src ``S(a)``:
+    concatenate along ``a`` (a dim of the input).
+    """
+
+    def impl(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
+        n = group.size
+        if dst_kind == "V":
+            _need_axis_sized(x, b, group, "all_to_all to V")
+            by_dest = x.movedim(b, 0)
+            cat_dim = a - (b < a)  # the source shard dim, among the dims of one piece
+        else:
+            split = b - (src_kind == "V" and a < b)  # dst dim b, as a dim of the input
+            chunk = _need_divisible(x, split, group, "all_to_all to S")
+            by_dest = torch.unflatten(x, split, (n, chunk)).movedim(split, 0)
+            cat_dim = a
+        by_dest = by_dest.contiguous()
+        by_src = _wait(_all_to_all(by_dest, [1] * n, [1] * n, group.name))
+        if src_kind == "V":
+            return by_src if a == 0 else by_src.movedim(0, a).contiguous()  # type: ignore[no-any-return]
+        return by_src.movedim(0, cat_dim).flatten(cat_dim, cat_dim + 1)  # type: ignore[no-any-return]
+
+    return impl
+
+
+def _permute(x: torch.Tensor, group: Group, a: int, b: int, perm: Permutation) -> torch.Tensor:
+    n = group.size
+    dest, source, receives = perm
+    sends = [per_rank_int(group, tuple(int(dest[me] == k) for me in range(n))) for k in range(n)]
+    gets = [per_rank_int(group, tuple(int(source[me] == k) for me in range(n))) for k in range(n)]
+    flat = x.contiguous().reshape(1, -1)
+    moved = _wait(_all_to_all(flat, gets, sends, group.name)).reshape(x.shape)
+    if all(receives):
+        return moved  # type: ignore[no-any-return]
+    return per_rank(moved, group, lambda t, me: t if receives[me] else torch.zeros_like(t))
+
+
+Permutation = tuple[tuple[int, ...], tuple[int, ...], tuple[bool, ...]]
+"""``(dest, source, receives)``: a full permutation of the axis and who really receives."""
+
+
+def permutation(pairs: Sequence[tuple[int, int]], n: int) -> tuple[Permutation, Permutation]:
+    """``ppermute``'s ``(forward, backward)`` plans for ``(source, destination)`` pairs.
+
+    Pairs form a partial permutation.  It is completed to a full one (ranks
+    that send nothing send to ranks that receive nothing) so that every rank
+    takes part in one exchange of equal size; ranks that receive nothing in
+    the user's permutation then zero what they got.
+    """
+    seen_src: set[int] = set()
+    seen_dst: set[int] = set()
+    for pair in pairs:
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise CollectiveArgumentError(f"ppermute: perm must be (source, destination) pairs, got {pair!r}")
+        s, d = pair
+        for v in (s, d):
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < n:
+                raise CollectiveArgumentError(f"ppermute: index {v!r} in {pair!r} is not in range({n}) of the axis")
+        if s in seen_src:
+            raise CollectiveArgumentError(f"ppermute: source {s} appears twice in perm")
+        if d in seen_dst:
+            raise CollectiveArgumentError(f"ppermute: destination {d} appears twice in perm")
+        seen_src.add(s)
+        seen_dst.add(d)
+    forward = _complete([(s, d) for s, d in pairs], n)
+    backward = _complete([(d, s) for s, d in pairs], n)
+    return forward, backward
+
+
+def _complete(pairs: list[tuple[int, int]], n: int) -> Permutation:
+    dest = dict(pairs)
+    idle_src = [k for k in range(n) if k not in dest]
+    idle_dst = sorted(set(range(n)) - set(dest.values()))
+    dest.update(zip(idle_src, idle_dst))
+    source = {d: s for s, d in dest.items()}
+    real = {d for _, d in pairs}
+    return (
+        tuple(dest[k] for k in range(n)),
+        tuple(source[k] for k in range(n)),
+        tuple(k in real for k in range(n)),
+    )
+
+
+# Forward implementation of every primitive transition; R and I share data layouts.
+_IMPLS: Final[dict[Key, Impl]] = {
+    ("reinterpret", "R", "I"): _identity,
+    ("reinterpret", "I", "R"): _identity,
+    ("reinterpret", "R", "V"): _identity,
+    ("reinterpret", "R", "P"): _identity,
+    ("reinterpret", "V", "P"): _identity,
+    ("convert", "R", "V"): _take_entry,
+    ("convert", "I", "V"): _take_entry,
+    ("convert", "R", "S"): _take_chunk,
+    ("convert", "I", "S"): _take_chunk,
+    ("convert", "R", "P"): _keep_on_first,
+    ("convert", "I", "P"): _keep_on_first,
+    ("convert", "V", "P"): _pad_entry,
+    ("convert", "S", "P"): _pad_chunk,
+    ("all_gather", "V", "R"): _gather_stack,
+    ("all_gather", "V", "I"): _gather_stack,
+    ("all_gather", "S", "R"): _gather_cat,
+    ("all_gather", "S", "I"): _gather_cat,
+    ("all_reduce", "P", "R"): _sum_all_reduce,
+    ("all_reduce", "P", "I"): _sum_all_reduce,
+    ("reduce_scatter", "P", "V"): _scatter_unbind,
+    ("reduce_scatter", "P", "S"): _scatter_chunk,
+    ("all_to_all", "V", "V"): _make_all_to_all("V", "V"),
+    ("all_to_all", "V", "S"): _make_all_to_all("V", "S"),
+    ("all_to_all", "S", "V"): _make_all_to_all("S", "V"),
+    ("all_to_all", "S", "S"): _make_all_to_all("S", "S"),
+    ("ppermute", "V", "V"): _permute,
+}
+
+
+class Prim:
+    """One primitive transition: its forward implementation and its backward primitive."""
+
+    __slots__ = ("backward", "forward", "key", "transition")
+
+    key: Key
+    transition: Transition
+    forward: Impl
+    backward: Prim
+
+    def __init__(self, transition: Transition) -> None:
+        self.transition = transition
+        self.key = (transition.call, _kind(transition.src), _kind(transition.dst))
+        self.forward = _IMPLS[self.key]
+
+    def __repr__(self) -> str:
+        return f"Prim({self.transition} | backward {self.backward.transition})"
+
+
+def _key(t: Transition) -> Key:
+    return (t.call, _kind(t.src), _kind(t.dst))
+
+
+def _build_prims() -> dict[Key, Prim]:
+    transitions = {_key(t): t for t in primitive_transitions()}
+    missing = set(transitions) - set(_IMPLS)
+    stale = set(_IMPLS) - set(transitions)
+    if missing or stale:
+        raise ImportError(
+            "spmd_types runtime is out of sync with the rule core: "
+            f"primitives without an implementation {sorted(missing)}, implementations of no primitive {sorted(stale)}"
+        )
+    prims = {key: Prim(t) for key, t in transitions.items()}
+    for key, prim in prims.items():
+        prim.backward = prims[_key(backward_transition(transitions[key]))]
+    return prims
+
+
+PRIMS: Final = _build_prims()
+
+
+def _elidable(t: Transition) -> bool:
+    """A step that does nothing to the data, forward or backward."""
+    return t.effect == "no-op" and backward_transition(t).effect == "no-op"
+
+
+# -- the autograd Function ---------------------------------------------------------
+
+
+class _Step(torch.autograd.Function):
+    """Runs one primitive; its backward runs the core's backward primitive (through ``_Step``)."""
+
+    @staticmethod
+    def forward(
+        ctx: Any, x: torch.Tensor, prim: Prim, group: Group, a: int, b: int, extra: Any, extra_back: Any
+    ) -> torch.Tensor:
+        ctx.prim = prim
+        ctx.group = group
+        ctx.dims = (a, b)
+        ctx.extras = (extra, extra_back)
+        return prim.forward(x, group, a, b, extra)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        a, b = ctx.dims
+        extra, extra_back = ctx.extras
+        back = ctx.prim.backward
+        return (_apply(grad, back, ctx.group, b, a, extra_back, extra), None, None, None, None, None, None)
+
+
+_apply: Callable[[torch.Tensor, Prim, Group, int, int, Any, Any], torch.Tensor] = _Step.apply
+
+Plan = tuple[Prim, ...]
+_PLANS: dict[tuple[str, Endpoint, Endpoint], Plan] = {}
+
+
+def plan(call: str, src: Endpoint, dst: Endpoint, group: Group) -> Plan:
+    """The primitives ``call(src=src, dst=dst)`` runs (cached); a bad pair raises.
+
+    The error renders the rule core's violation, which names the calls that
+    do what was probably meant and what each costs.
+    """
+    try:
+        found = _PLANS.get((call, src, dst))
+    except TypeError:  # unhashable src/dst
+        found = None
+    if found is not None:
+        return found
+    for name, value in (("src", src), ("dst", dst)):
+        if not isinstance(value, (LocalType, Shard)):
+            raise CollectiveArgumentError(
+                f"{call}: {name}= must be one of R, I, V, P or S(dim) from spmd_types, got {value!r}"
+            )
+    steps = route(call, src, dst)
+    if steps is None:
+        outcome = check_call(call, group.label, None, src, dst)
+        violation = outcome.violations[0]
+        raise CollectiveArgumentError.from_violation(call, violation)
+    found = tuple(PRIMS[_key(t)] for t in steps if not _elidable(t))
+    _PLANS[(call, src, dst)] = found
+    return found
+
+
+def run(
+    steps: Plan, x: torch.Tensor, group: Group, a: int = 0, b: int = 0, extra: Any = None, extra_back: Any = None
+) -> torch.Tensor:
+    """Run a plan's primitives on ``x`` in order."""
+    for prim in steps:
+        x = _apply(x, prim, group, a, b, extra, extra_back)
+    return x
