@@ -284,8 +284,8 @@ def all_to_all(
     size must be the axis size), ``S(j)`` chunks along ``j``.  ``src`` says how
     received pieces are joined: ``V`` stacks them along a new dim
     ``concat_dim`` (default 0), ``S(i)`` concatenates them along ``i``.  For
-    shards this keeps the global tensor and moves the sharding from dim ``i``
-    to dim ``j``::
+    shards of different dims this keeps the global tensor and moves the
+    sharding from dim ``i`` to dim ``j``::
 
         V -> V (transpose the axis with dim 0):
         [A0, A1, A2]      [A0, B0, C0]
@@ -297,7 +297,10 @@ def all_to_all(
         [[d, e, f]]  =>  [[b], [e], [h]]
         [[g, h, k]]      [[c], [f], [k]]
 
-    ``S(i) -> S(j)`` thus splits on ``j`` and concatenates on ``i``.  In the
+    ``S(i) -> S(j)`` thus splits on ``j`` and concatenates on ``i``.  With
+    ``i == j`` that exchanges sub-blocks (rank ``k`` gets chunk ``k`` of every
+    rank's shard, in rank order): the token exchange of mixture-of-experts
+    layers; it keeps the type but not the global order.  In the
     mixed cases the dims follow the tensor they describe: for ``V -> S(j)``,
     ``j`` and ``concat_dim`` are dims of the output (they must differ); for
     ``S(i) -> V``, ``i`` and ``split_dim`` are dims of the input (they must

@@ -34,8 +34,10 @@ backward, a shard of dim ``i`` stays a shard of dim ``i``, and so on.
 Routes.  A user call runs :func:`~spmd_types.typesystem.collectives.route`'s
 steps in order.  A step that is a no-op forward *and* backward
 (``reinterpret(V -> P)``, ``reinterpret(R -> V)``, ``reinterpret(R -> P)``) is
-dropped from the plan: running it would only cost time.  Plans are cached per
-``(call, src, dst)``.
+dropped from the plan: running it would only cost time.  Plans are computed
+for every allowed pair at import; a call only looks its plan up (nothing is
+cached or mutated while running, which also keeps ``torch.compile`` free of
+side effects).
 """
 
 from __future__ import annotations
@@ -48,9 +50,9 @@ import torch.nn.functional as F
 
 from spmd_types._errors import CollectiveArgumentError, ShapeError
 from spmd_types._mesh import Group, per_rank, per_rank_int
-from spmd_types.typesystem.collectives import Transition, check_call, primitive_transitions, route
+from spmd_types.typesystem.collectives import CALLS, Transition, check_call, primitive_transitions, route
 from spmd_types.typesystem.collectives import backward as backward_transition
-from spmd_types.typesystem.local_types import LocalType, Shard
+from spmd_types.typesystem.local_types import I, LocalType, P, R, Shard, V
 
 __all__ = ["PRIMS", "Endpoint", "Prim", "check_dim", "permutation", "plan", "run", "shard_sizes"]
 
@@ -409,34 +411,66 @@ class _Step(torch.autograd.Function):
 _apply: Callable[[torch.Tensor, Prim, Group, int, int, Any, Any], torch.Tensor] = _Step.apply
 
 Plan = tuple[Prim, ...]
-_PLANS: dict[tuple[str, Endpoint, Endpoint], Plan] = {}
+PlanKey = tuple[str, str, str, bool]
+
+
+def _representatives(src_kind: str, dst_kind: str, same: bool) -> tuple[Endpoint, Endpoint]:
+    """Endpoints of the given kinds; two shards are equal exactly when ``same``."""
+    by_code: dict[str, Endpoint] = {t.code: t for t in (R, I, V, P)}
+    src = Shard(0) if src_kind == "S" else by_code[src_kind]
+    dst = (src if same else Shard(1)) if dst_kind == "S" else by_code[dst_kind]
+    return src, dst
+
+
+def _build_plans() -> dict[PlanKey, Plan]:
+    """Every allowed call's plan, keyed by ``(call, src kind, dst kind, src == dst)``.
+
+    Built once at import from the core's routes (a route depends on the
+    shard dims only through whether ``src == dst``), so a call never
+    computes or caches anything: it only looks its plan up.
+    """
+    plans: dict[PlanKey, Plan] = {}
+    for call, spec in CALLS.items():
+        for src_kind, dst_kind in spec.pairs:
+            for same in (False, True) if src_kind == dst_kind else (False,):
+                src, dst = _representatives(src_kind, dst_kind, same)
+                steps = route(call, src, dst)
+                if steps is not None:
+                    plans[(call, src_kind, dst_kind, same)] = tuple(
+                        PRIMS[_key(t)] for t in steps if not _elidable(t)
+                    )
+    return plans
+
+
+_PLANS: Final = _build_plans()
 
 
 def plan(call: str, src: Endpoint, dst: Endpoint, group: Group) -> Plan:
-    """The primitives ``call(src=src, dst=dst)`` runs (cached); a bad pair raises.
+    """The primitives ``call(src=src, dst=dst)`` runs; a pair the core does not allow raises.
 
     The error renders the rule core's violation, which names the calls that
     do what was probably meant and what each costs.
     """
-    try:
-        found = _PLANS.get((call, src, dst))
-    except TypeError:  # unhashable src/dst
-        found = None
-    if found is not None:
-        return found
+    if isinstance(src, (LocalType, Shard)) and isinstance(dst, (LocalType, Shard)):
+        src_kind = "S" if isinstance(src, Shard) else src.code
+        dst_kind = "S" if isinstance(dst, Shard) else dst.code
+        found = _PLANS.get((call, src_kind, dst_kind, src_kind == dst_kind and src == dst))
+        if found is not None:
+            return found
+    raise _bad_pair(call, src, dst, group)
+
+
+def _bad_pair(call: str, src: object, dst: object, group: Group) -> CollectiveArgumentError:
     for name, value in (("src", src), ("dst", dst)):
         if not isinstance(value, (LocalType, Shard)):
-            raise CollectiveArgumentError(
+            return CollectiveArgumentError(
                 f"{call}: {name}= must be one of R, I, V, P or S(dim) from spmd_types, got {value!r}"
             )
-    steps = route(call, src, dst)
-    if steps is None:
-        outcome = check_call(call, group.label, None, src, dst)
-        violation = outcome.violations[0]
-        raise CollectiveArgumentError.from_violation(call, violation)
-    found = tuple(PRIMS[_key(t)] for t in steps if not _elidable(t))
-    _PLANS[(call, src, dst)] = found
-    return found
+    assert isinstance(src, (LocalType, Shard)) and isinstance(dst, (LocalType, Shard))
+    outcome = check_call(call, group.label, None, src, dst)
+    if not outcome.violations:  # pragma: no cover - the core allows what it routes
+        return CollectiveArgumentError(f"{call}: src={src.code}, dst={dst.code} has no route")
+    return CollectiveArgumentError.from_violation(call, outcome.violations[0])
 
 
 def run(

@@ -1,0 +1,113 @@
+"""Shared fixtures for the runtime tests.
+
+* ``sim``: a fake-backend world (4 ranks on a 2x2 mesh, or 8 ranks on a 2x4
+  mesh, both with axes ``("dp", "tp")``) in which tests run every rank at once
+  under ``LocalTensorMode``.  The fake process group is per process, so the
+  fixture re-initializes it when the world size changes.
+* ``gloo``: runs a function on ``world`` real processes (gloo, started with
+  ``fork``), each with a ``("dp", "tp")`` mesh, and re-raises the first
+  failure with the worker's traceback.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+MESH_SHAPES = {2: (1, 2), 4: (2, 2), 8: (2, 4)}
+
+
+@dataclass
+class Sim:
+    world: int
+    mesh: DeviceMesh
+
+    def groups(self, axis: str) -> list[list[int]]:
+        from runtime_oracle import axis_groups
+
+        return axis_groups(self.mesh, axis)
+
+
+def _fake_world(world: int) -> DeviceMesh:
+    if dist.is_initialized():
+        if dist.get_world_size() == world and dist.get_backend() == "fake":
+            return init_device_mesh("cpu", MESH_SHAPES[world], mesh_dim_names=("dp", "tp"))
+        dist.destroy_process_group()
+    dist.init_process_group("fake", rank=0, world_size=world)
+    return init_device_mesh("cpu", MESH_SHAPES[world], mesh_dim_names=("dp", "tp"))
+
+
+@pytest.fixture(scope="session", params=[4, 8], ids=["world4", "world8"])
+def sim(request: pytest.FixtureRequest) -> Iterator[Sim]:
+    yield Sim(request.param, _fake_world(request.param))
+
+
+@pytest.fixture
+def sim8() -> Sim:
+    """The 8-rank (2x4) fake world, for tests that need only one world."""
+    return Sim(8, _fake_world(8))
+
+
+# -- real processes -------------------------------------------------------------------
+
+
+def _worker(rank: int, world: int, store_path: str, fn: Callable[..., Any], args: tuple[Any, ...], queue: Any) -> None:
+    try:
+        if dist.is_initialized():  # the parent's fake world, inherited through fork
+            dist.destroy_process_group()
+        dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank, world_size=world)
+        mesh = init_device_mesh("cpu", MESH_SHAPES[world], mesh_dim_names=("dp", "tp"))
+        result = fn(rank, world, mesh, *args)
+        dist.barrier()
+        dist.destroy_process_group()
+        queue.put((rank, None, result))
+    except BaseException:  # report everything, including assertion failures
+        queue.put((rank, traceback.format_exc(), None))
+
+
+def run_gloo(world: int, fn: Callable[..., Any], *args: Any, timeout: float = 120.0) -> list[Any]:
+    """Run ``fn(rank, world, mesh, *args)`` on ``world`` forked gloo processes; results by rank."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    with tempfile.TemporaryDirectory() as tmp:
+        store = os.path.join(tmp, "store")
+        procs = [ctx.Process(target=_worker, args=(r, world, store, fn, args, queue)) for r in range(world)]
+        for p in procs:
+            p.start()
+        results: dict[int, Any] = {}
+        errors: list[str] = []
+        try:
+            for _ in procs:
+                rank, error, result = queue.get(timeout=timeout)
+                if error is not None:
+                    errors.append(f"--- rank {rank} ---\n{error}")
+                results[rank] = result
+        finally:
+            for p in procs:
+                p.join(timeout=5)
+                if p.is_alive():
+                    p.kill()
+    if errors:
+        pytest.fail("gloo worker failed:\n" + "\n".join(errors), pytrace=False)
+    return [results[r] for r in range(world)]
+
+
+@pytest.fixture
+def gloo() -> Callable[..., list[Any]]:
+    if not dist.is_gloo_available():
+        pytest.skip("gloo backend not available")
+    return run_gloo
