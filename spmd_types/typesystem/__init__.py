@@ -40,7 +40,7 @@ from spmd_types.typesystem.local_types import (
     parse_axis_type,
 )
 from spmd_types.typesystem.loss import check_backward
-from spmd_types.typesystem.ops import OPS, OpRule, lookup
+from spmd_types.typesystem.ops import OPS, OpRule, Result, lookup
 from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType, parse
 from spmd_types.typesystem.violations import Code, Fix, Violation
 
@@ -65,6 +65,7 @@ __all__ = [
     "Operand",
     "P",
     "R",
+    "Result",
     "S",
     "Shard",
     "SpmdType",

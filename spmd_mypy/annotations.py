@@ -1,0 +1,225 @@
+"""Reading SPMD annotations: ``Annotated[Tensor, R["dp"], V["tp"]]`` and ``Spmd[Tensor, "dp:R, tp:V"]``.
+
+The hook runs during semantic analysis, before mypy would drop ``Annotated``
+metadata, and sees the metadata unevaluated: ``R["dp"]`` arrives as an
+unbound type ``R`` with argument ``"dp"``, ``S["tp", 0]`` keeps its int.  It
+resolves the marker names (so ``spmd.R`` and aliased imports work), builds the
+:class:`SpmdType` and encodes it.  Metadata of other libraries is left alone.
+Mistakes are ``spmd-annotation`` errors and fall back to the unannotated type.
+
+``Annotated`` metadata is dropped by mypy inside type aliases (python/mypy#17514);
+``Spmd[Tensor, "dp:R, tp:V"]`` is the spelling that survives them, with the
+SPMD type in its canonical text form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Final
+
+from mypy.plugin import AnalyzeTypeContext
+from mypy.types import (
+    AnyType,
+    Instance,
+    ProperType,
+    RawExpressionType,
+    Type,
+    TypeOfAny,
+    UnboundType,
+    get_proper_type,
+)
+
+from spmd_mypy.compat import analyze_base, lookup_type_name
+from spmd_mypy.config import PluginOptions
+from spmd_mypy.encoding import PARAMETER_CLASS, PROCESS_GROUP_CLASS, TENSOR_CLASS, Encoder
+from spmd_mypy.report import ANNOTATION, CODES
+from spmd_types.typesystem import AnnotationError, Code, Shard, SpmdType, parse, spmd_type_from_metadata
+from spmd_types.typesystem.annotations import Axis, axis_types_marker, shard_marker
+from spmd_types.typesystem.local_types import I, LocalType, P, R, V
+
+__all__ = ["ANNOTATED_NAMES", "SPMD_ALIAS", "analyze"]
+
+ANNOTATED_NAMES: Final = ("typing.Annotated", "typing_extensions.Annotated")
+SPMD_ALIAS: Final = "spmd_types.Spmd"
+
+# Marker objects by the full names they can be imported under.
+_LOCAL_TYPES: Final[dict[str, LocalType]] = {
+    f"{module}.{t.code}": t
+    for module in ("spmd_types", "spmd_types.typesystem", "spmd_types.typesystem.local_types")
+    for t in (R, I, V, P)
+}
+_SHARD_NAMES: Final = frozenset(
+    f"{module}.{name}"
+    for module in ("spmd_types", "spmd_types.typesystem", "spmd_types.typesystem.local_types")
+    for name in ("S", "Shard")
+)
+_AXIS_NAMES: Final = frozenset({"spmd_types.Axis", "spmd_types.typesystem.Axis",
+                                "spmd_types.typesystem.annotations.Axis"})
+_MARKER_SHORT_NAMES: Final = frozenset({"R", "I", "V", "P", "S", "Shard", "Axis"})
+
+
+class _Bad(Exception):
+    """A malformed annotation; the message is for the user."""
+
+
+def analyze(ctx: AnalyzeTypeContext, encoder: Encoder, options: PluginOptions, is_alias_form: bool) -> Type:
+    """The type an ``Annotated[...]`` or ``Spmd[...]`` annotation stands for."""
+    args = ctx.type.args
+    if len(args) < 2:
+        what = "Spmd[...] needs a tensor type and an SPMD type" if is_alias_form else (
+            "Annotated[...] must have exactly one type argument and at least one annotation")
+        ctx.api.fail(what, ctx.context, code=ANNOTATION if is_alias_form else None)
+        return AnyType(TypeOfAny.from_error)
+    base = analyze_base(ctx.api, args[0])
+    metadata = args[1:]
+    if not is_alias_form and not any(_could_be_ours(m) for m in metadata):
+        return base  # foreign metadata only (jaxtyping, torch's own): what mypy would do
+    try:
+        axes_or_type = _read_metadata(ctx, metadata, is_alias_form)
+    except _Bad as error:
+        ctx.api.fail(str(error), ctx.context, code=ANNOTATION)
+        return base
+    if axes_or_type is None:
+        return base
+    if isinstance(axes_or_type, str):
+        return _axis_group(ctx, base, axes_or_type, encoder)
+    return _tensor(ctx, base, axes_or_type, encoder, options)
+
+
+def _could_be_ours(item: Type) -> bool:
+    return isinstance(item, UnboundType) and item.name.rpartition(".")[2] in _MARKER_SHORT_NAMES
+
+
+def _read_metadata(ctx: AnalyzeTypeContext, metadata: list[Type], is_alias_form: bool) -> SpmdType | str | None:
+    """The SPMD type the metadata declares, the axis of an ``Axis[...]``, or ``None``."""
+    markers = []
+    axes: set[str] = set()
+    for item in metadata:
+        if is_alias_form and isinstance(item, RawExpressionType) and isinstance(item.literal_value, str):
+            try:
+                markers.extend(_markers_from_text(item.literal_value))
+            except ValueError as error:
+                raise _Bad(f'Spmd[...]: bad SPMD type "{item.literal_value}": {error}') from None
+            continue
+        if not isinstance(item, UnboundType):
+            if is_alias_form:
+                raise _Bad('Spmd[...] takes a tensor type and SPMD markers or a string such as "dp:R, tp:V"')
+            continue  # another library's metadata
+        fullname = lookup_type_name(ctx.api, item.name, ctx.context)
+        if fullname in _AXIS_NAMES:
+            axes.add(_axis_name(item))
+        elif fullname in _LOCAL_TYPES or fullname in _SHARD_NAMES:
+            markers.append(_marker(item, fullname))
+        elif is_alias_form:
+            raise _Bad(f"Spmd[...]: {item.name} is not an SPMD marker (R, I, V, P or S)")
+    if axes and markers:
+        raise _Bad("Axis[...] marks process groups and cannot be combined with tensor markers")
+    if len(axes) > 1:
+        raise _Bad(f"a process group belongs to one mesh axis, got {', '.join(sorted(axes))}")
+    if axes:
+        return axes.pop()
+    try:
+        return spmd_type_from_metadata(markers)
+    except AnnotationError as error:
+        raise _Bad(str(error)) from None
+
+
+def _markers_from_text(text: str) -> Iterator[object]:
+    """Markers equivalent to the text form ``"dp:R, tp:S(0)"``."""
+    parsed = parse(text)
+    if parsed.default is not None or not len(parsed):
+        raise ValueError("expected one or more 'axis:type' items, such as \"dp:R, tp:V\"")
+    for axis, kind in parsed.items():
+        if isinstance(kind, Shard):
+            yield shard_marker((axis, kind.dim))
+        elif isinstance(kind, LocalType):
+            yield axis_types_marker(kind, axis)
+        else:
+            raise ValueError(f"{kind.code} is not a type a tensor can be declared with")
+
+
+def _string_arg(arg: Type, marker: str) -> str:
+    if isinstance(arg, UnboundType) and arg.original_str_expr is not None:
+        return arg.original_str_expr
+    if isinstance(arg, RawExpressionType) and arg.literal_value is not None:
+        raise _Bad(f"{marker}[...] takes mesh-axis names as strings, got {arg.literal_value!r}")
+    shown = arg.name if isinstance(arg, UnboundType) else str(arg)
+    raise _Bad(f'{marker}[...] takes mesh-axis names as strings, as in {marker}["{shown}"], got {shown}')
+
+
+def _marker(item: UnboundType, fullname: str) -> object:
+    local = _LOCAL_TYPES.get(fullname)
+    short = item.name.rpartition(".")[2]
+    if local is not None:
+        if not item.args:
+            raise _Bad(f'{short} needs mesh-axis names: {short}["dp"]')
+        names = tuple(_string_arg(arg, short) for arg in item.args)
+        try:
+            return axis_types_marker(local, names)
+        except AnnotationError as error:
+            raise _Bad(str(error)) from None
+    # A shard: S["tp", 0].
+    if len(item.args) != 2:
+        raise _Bad(f'{short}[...] takes a mesh-axis name and a tensor dim, as in {short}["tp", 0]')
+    axis = _string_arg(item.args[0], short)
+    dim = item.args[1]
+    if not (isinstance(dim, RawExpressionType) and isinstance(dim.literal_value, int)
+            and not isinstance(dim.literal_value, bool)):
+        raise _Bad(f'{short}[axis, dim]: the dim must be an int literal, as in {short}["{axis}", 0]')
+    return shard_marker((axis, dim.literal_value))
+
+
+def _axis_name(item: UnboundType) -> str:
+    if len(item.args) != 1:
+        raise _Bad('Axis[...] takes one mesh-axis name: Axis["tp"]')
+    name = _string_arg(item.args[0], "Axis")
+    try:
+        return Axis(name).name
+    except AnnotationError as error:
+        raise _Bad(str(error)) from None
+
+
+def _tensor(
+    ctx: AnalyzeTypeContext, base: Type, spmd: SpmdType, encoder: Encoder, options: PluginOptions
+) -> Type:
+    proper = get_proper_type(base)
+    if not _is_instance_of(proper, TENSOR_CLASS):
+        _fail(ctx, f"SPMD types apply to tensors, not to {base}", Code.ANNOTATION)
+        return base
+    assert isinstance(proper, Instance)
+    if proper.type.fullname not in (TENSOR_CLASS, PARAMETER_CLASS):
+        _fail(ctx, f"SPMD types apply to torch.Tensor and nn.Parameter, not to {proper.type.name}",
+              Code.ANNOTATION)
+        return base
+    _check_axes(ctx, spmd.axes, options)
+    return encoder.tensor(spmd, proper, inferred=False) or base
+
+
+def _axis_group(ctx: AnalyzeTypeContext, base: Type, axis: str, encoder: Encoder) -> Type:
+    proper = get_proper_type(base)
+    if not _is_instance_of(proper, PROCESS_GROUP_CLASS):
+        _fail(ctx, f"Axis[...] applies to a ProcessGroup, not to {base}", Code.ANNOTATION)
+        return base
+    return encoder.axis_group(axis) or base
+
+
+def _check_axes(ctx: AnalyzeTypeContext, named: tuple[str, ...], options: PluginOptions) -> None:
+    if not options.axes:
+        return
+    unknown = [axis for axis in named if axis not in options.axes]
+    if unknown:
+        _fail(ctx, f"unknown mesh axis {', '.join(map(repr, unknown))} "
+                   f"(the configured axes are {', '.join(options.axes)})", Code.AXIS)
+    if options.strict_axes:
+        missing = [axis for axis in options.axes if axis not in named]
+        if missing:
+            _fail(ctx, f"strict_axes: the annotation does not say the type on {', '.join(map(repr, missing))}",
+                  Code.AXIS)
+
+
+def _is_instance_of(typ: ProperType, fullname: str) -> bool:
+    return isinstance(typ, Instance) and typ.type.has_base(fullname)
+
+
+def _fail(ctx: AnalyzeTypeContext, message: str, code: Code) -> None:
+    ctx.api.fail(message, ctx.context, code=CODES[code])

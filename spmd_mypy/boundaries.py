@@ -1,0 +1,195 @@
+"""Declared boundaries: parameters of annotated callables, and return values.
+
+At a call of a function, method, ``nn.Module`` (typed by its ``forward``) or
+``torch.autograd.Function.apply`` whose parameters have SPMD types, a
+signature hook first replaces those types by their plain tensor class, so that
+mypy's own check accepts any tensor (an unannotated tensor is accepted like
+``Any``, and an axis the parameter does not mention is unknown).  The return
+hook of the same call then compares every argument with the declared type
+exactly, per axis, and reports ``spmd-boundary`` errors with the fix.
+
+A ``return <call>`` is checked the same way against the declared return type;
+a ``return name`` is left to mypy's own check of the encoded types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from mypy.nodes import ARG_POS, Context, Decorator, Expression, FuncDef, TypeInfo
+from mypy.plugin import CheckerPluginInterface
+from mypy.types import (
+    CallableType,
+    FunctionLike,
+    Instance,
+    ProperType,
+    TupleType,
+    Type,
+    TypeAliasType,
+    UnionType,
+    get_proper_type,
+)
+
+from spmd_mypy.compat import declared_return_type
+from spmd_mypy.encoding import AXIS_GROUP, SPMD_PARAMETER, SPMD_TENSOR, Divergent, Encoder
+from spmd_mypy.report import spell
+from spmd_mypy.session import Session
+from spmd_types.typesystem import Code, SpmdType, Violation, check_fits
+
+__all__ = [
+    "MODULE",
+    "AUTOGRAD_FUNCTION",
+    "check_arguments",
+    "fit_return",
+    "forward_signature",
+    "has_spmd",
+    "relax",
+    "signature_of",
+]
+
+MODULE: Final = "torch.nn.modules.module.Module"
+AUTOGRAD_FUNCTION: Final = "torch.autograd.function.Function"
+_TYPED: Final = frozenset({SPMD_TENSOR, SPMD_PARAMETER, AXIS_GROUP})
+
+
+def has_spmd(typ: Type, seen: frozenset[TypeAliasType] = frozenset()) -> bool:
+    """Whether ``typ`` mentions an SPMD-typed tensor or an axis process group.
+
+    Type aliases are expanded once each, so recursive ones (``T = int | tuple[T, ...]``) end.
+    """
+    if isinstance(typ, TypeAliasType):
+        if typ in seen:
+            return False
+        seen = seen | {typ}
+    proper = get_proper_type(typ)
+    if isinstance(proper, Instance):
+        return proper.type.fullname in _TYPED or any(has_spmd(a, seen) for a in proper.args)
+    if isinstance(proper, (UnionType, TupleType)):
+        return any(has_spmd(t, seen) for t in proper.items)
+    return False
+
+
+def relax(signature: CallableType) -> CallableType:
+    """``signature`` with SPMD parameter types replaced by their plain classes."""
+    return signature.copy_modified(arg_types=[_plain(t) for t in signature.arg_types])
+
+
+def _plain(typ: Type) -> Type:
+    proper = get_proper_type(typ)
+    if isinstance(proper, Instance):
+        if proper.type.fullname in _TYPED:
+            return proper.type.bases[0]
+        if proper.args:
+            return proper.copy_modified(args=[_plain(a) for a in proper.args])
+    if isinstance(proper, UnionType):
+        return UnionType([_plain(t) for t in proper.items])
+    if isinstance(proper, TupleType):
+        return proper.copy_modified(items=[_plain(t) for t in proper.items])
+    return typ
+
+
+def signature_of(node: object) -> CallableType | None:
+    """The plain (not overloaded) signature of a function or decorated function node."""
+    if isinstance(node, Decorator):
+        node = node.var
+    typ = getattr(node, "type", None)
+    proper = get_proper_type(typ) if typ is not None else None
+    return proper if isinstance(proper, CallableType) else None
+
+
+def forward_signature(info: TypeInfo) -> CallableType | None:
+    """The signature of ``forward`` of a module or autograd Function class, if annotated."""
+    method = info.get_method("forward")
+    if not isinstance(method, (FuncDef, Decorator)):
+        return None
+    return signature_of(method)
+
+
+def drop_first(signature: FunctionLike) -> CallableType | None:
+    """``signature`` without its first parameter (``self`` or an autograd ``ctx``)."""
+    if not isinstance(signature, CallableType) or not signature.arg_types:
+        return None
+    if signature.arg_kinds[0] != ARG_POS:
+        return None
+    return signature.copy_modified(
+        arg_types=signature.arg_types[1:], arg_kinds=signature.arg_kinds[1:], arg_names=signature.arg_names[1:]
+    )
+
+
+def check_arguments(
+    session: Session,
+    api: CheckerPluginInterface,
+    declared: CallableType,
+    arg_types: Sequence[Sequence[Type]],
+    args: Sequence[Sequence[Expression]],
+    context: Context,
+    callee: str,
+) -> None:
+    """Report each argument whose SPMD type does not fit its declared parameter."""
+    for formal, name, actual_types, exprs in zip(declared.arg_types, declared.arg_names, arg_types, args):
+        if not has_spmd(formal):
+            continue
+        for actual, expr in zip(actual_types, exprs):
+            where = f'argument "{name}" of "{callee}"' if name else f'an argument of "{callee}"'
+            violations = _compare(session, api, actual, formal, expr)
+            session.reporter.violations(api, violations, expr, where, value=spell(expr))
+
+
+def _compare(
+    session: Session, api: CheckerPluginInterface, actual: Type, formal: Type, expr: Expression
+) -> list[Violation]:
+    want, have = get_proper_type(formal), get_proper_type(actual)
+    if isinstance(want, Instance) and want.type.fullname == AXIS_GROUP:
+        return _compare_groups(have, want)
+    declared = Encoder.read(want)
+    if isinstance(declared, SpmdType):
+        value = Encoder.read(have)
+        if isinstance(value, Divergent):
+            report_divergent(session, api, expr, value)
+            return []
+        return list(check_fits(value, declared)) if value is not None else []
+    if isinstance(want, UnionType):  # Optional[...]: compare with the one SPMD member
+        members = [t for t in want.items if has_spmd(t)]
+        if len(members) == 1:
+            return _compare(session, api, actual, members[0], expr)
+    if isinstance(want, Instance) and isinstance(have, Instance) and want.type == have.type:
+        return [v for a, f in zip(have.args, want.args) for v in _compare(session, api, a, f, expr)]
+    if isinstance(want, TupleType) and isinstance(have, TupleType) and len(want.items) == len(have.items):
+        return [v for a, f in zip(have.items, want.items) for v in _compare(session, api, a, f, expr)]
+    return []
+
+
+def _compare_groups(have: ProperType, want: Instance) -> list[Violation]:
+    want_axis, have_axis = Encoder.read_axis(want), Encoder.read_axis(have)
+    if want_axis is None or have_axis is None or want_axis == have_axis:
+        return []
+    reason = f"expected the process group of axis {want_axis!r}, got the one of {have_axis!r}"
+    return [Violation(Code.AXIS, None, reason)]
+
+
+def report_divergent(session: Session, api: CheckerPluginInterface, expr: Expression, found: Divergent) -> None:
+    """A value whose SPMD type depends on the branch taken: an error unless declared."""
+    types = " or ".join(t.describe() for t in found.types)
+    reason = (f"{spell(expr)!s} has SPMD type {types} depending on the branch taken; "
+              f"make the branches agree, or declare the variable with one type")
+    session.reporter.violations(api, [Violation(Code.BRANCH, None, reason)], expr, "value")
+
+
+def fit_return(session: Session, api: CheckerPluginInterface, result: Type, context: Context) -> Type:
+    """Check ``return <call>`` against the declared return type; the type to give the call.
+
+    Only a call that is itself the returned expression is checked (its type
+    context is the declared return type).  The declared type is given back so
+    that mypy's own check, which knows neither unknown axes nor shards, agrees.
+    """
+    expected = api.type_context[-1] if api.type_context else None
+    if expected is None or expected is not declared_return_type(api):
+        return result
+    declared, value = Encoder.read(expected), Encoder.read(result)
+    if not isinstance(declared, SpmdType) or not isinstance(value, SpmdType):
+        return result
+    violations = check_fits(value, declared)
+    value_name = spell(context) if isinstance(context, Expression) else "x"
+    session.reporter.violations(api, violations, context, "return value", value=value_name)
+    return expected

@@ -1,0 +1,187 @@
+"""Collectives and casts of ``spmd_types``: the only calls that change a type on an axis.
+
+For ``all_reduce(x, "tp", src=P, dst=R)`` the hook reads the mesh axis (a
+string literal, a ``Final`` string, or a process group annotated with
+``Axis["tp"]``), the ``src``/``dst`` markers as written, and the input's type
+on that axis; the core checks the call against its table, and the result is
+the input's type with that axis set to ``dst``.  ``assert_type(x, R["tp"])``
+is a checked cast point: ``x`` must fit the asserted type, which it then has.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mypy.nodes import (
+    CallExpr,
+    Expression,
+    IndexExpr,
+    IntExpr,
+    RefExpr,
+    StrExpr,
+    TupleExpr,
+    UnaryExpr,
+)
+from mypy.plugin import FunctionContext
+from mypy.types import Instance, LiteralType, Type, get_proper_type
+
+from spmd_mypy.boundaries import fit_return
+from spmd_mypy.compat import expression_type, final_str_value
+from spmd_mypy.encoding import TENSOR_CLASS, Encoder
+from spmd_mypy.report import spell
+from spmd_mypy.session import Session
+from spmd_types.typesystem import (
+    CALLS,
+    UNKNOWN,
+    AnnotationError,
+    Code,
+    Shard,
+    SpmdType,
+    Violation,
+    check_call,
+    check_fits,
+    spmd_type_from_metadata,
+)
+from spmd_types.typesystem.annotations import axis_types_marker, shard_marker
+from spmd_types.typesystem.collectives import Endpoint
+from spmd_types.typesystem.local_types import I, LocalType, P, R, V
+
+__all__ = ["ASSERT_TYPE", "COLLECTIVES", "check_assert_type", "check_collective"]
+
+COLLECTIVES: Final = {f"spmd_types.{name}": name for name in CALLS}
+ASSERT_TYPE: Final = "spmd_types.assert_type"
+
+_MODULES: Final = ("spmd_types", "spmd_types.typesystem", "spmd_types.typesystem.local_types")
+_LOCAL_TYPES: Final[dict[str, LocalType]] = {f"{m}.{t.code}": t for m in _MODULES for t in (R, I, V, P)}
+_SHARD: Final = frozenset(f"{m}.{n}" for m in _MODULES for n in ("S", "Shard"))
+
+
+class _Unreadable:
+    """A ``src``/``dst`` argument that is not written as a marker (a variable, say)."""
+
+
+UNREADABLE: Final = _Unreadable()
+
+
+def check_collective(session: Session, ctx: FunctionContext, call: str) -> Type:
+    """The type of a call of collective or cast ``call``; reports what is wrong with it."""
+    args = _by_name(ctx)
+    x_expr, x_type = args.get("x", (None, None))
+    if x_type is None:
+        return ctx.default_return_type
+    found = Encoder.read(x_type)
+    have = found if isinstance(found, SpmdType) else None
+    axis = _axis(ctx, args.get("axis"))
+    where = call
+    if axis is None:
+        reason = ("cannot tell which mesh axis this is: pass a string literal, a Final str, "
+                  'or a ProcessGroup annotated Annotated[ProcessGroup, Axis["tp"]]')
+        session.reporter.violations(ctx.api, [Violation(Code.AXIS, None, reason)], ctx.context, where)
+        return _typed(session, ctx, x_type, UNKNOWN if have is not None else None)
+    src, dst = _endpoint(args.get("src")), _endpoint(args.get("dst"))
+    if isinstance(src, _Unreadable) or isinstance(dst, _Unreadable):
+        # Written as a variable: the call cannot be checked, and its result is unknown on the axis.
+        result = have.with_axis(axis, None) if have is not None and have.default is None else UNKNOWN
+        return _typed(session, ctx, x_type, result)
+    outcome = check_call(call, axis, have.get(axis) if have is not None else None, src, dst)
+    value = spell(x_expr) if x_expr is not None else "x"
+    session.reporter.violations(ctx.api, outcome.violations, ctx.context, where, (value,), value)
+    base = have if have is not None else UNKNOWN
+    result = base.with_axis(axis, outcome.output) if outcome.output is not None else base
+    return _typed(session, ctx, x_type, result)
+
+
+def check_assert_type(session: Session, ctx: FunctionContext) -> Type:
+    """``assert_type(x, R["dp"], V["tp"])``: ``x`` must fit; the result has that type."""
+    if not ctx.args or not ctx.args[0]:
+        return ctx.default_return_type
+    x_expr, x_type = ctx.args[0][0], ctx.arg_types[0][0]
+    try:
+        declared = spmd_type_from_metadata(_marker(e) for group in ctx.args[1:] for e in group)
+    except (AnnotationError, ValueError) as error:
+        session.reporter.violations(ctx.api, [Violation(Code.ANNOTATION, None, str(error))], ctx.context,
+                                    "assert_type")
+        return ctx.default_return_type
+    if declared is None:
+        return ctx.default_return_type
+    value = Encoder.read(x_type)
+    if isinstance(value, SpmdType):
+        session.reporter.violations(ctx.api, check_fits(value, declared), ctx.context, "assert_type",
+                                    value=spell(x_expr))
+    return _typed(session, ctx, x_type, declared)
+
+
+def _typed(session: Session, ctx: FunctionContext, x_type: Type, result: SpmdType | None) -> Type:
+    if result is None:
+        return ctx.default_return_type
+    base = get_proper_type(ctx.default_return_type)
+    if not (isinstance(base, Instance) and base.type.has_base(TENSOR_CLASS)):
+        return ctx.default_return_type
+    typed = session.encoder(ctx.api).tensor(result, base, inferred=True) or ctx.default_return_type
+    return fit_return(session, ctx.api, typed, ctx.context)
+
+
+def _by_name(ctx: FunctionContext) -> dict[str, tuple[Expression, Type]]:
+    """The first actual argument of each formal parameter, by the parameter's name."""
+    return {
+        name: (exprs[0], types[0])
+        for name, exprs, types in zip(ctx.callee_arg_names, ctx.args, ctx.arg_types)
+        if name is not None and exprs
+    }
+
+
+def _axis(ctx: FunctionContext, arg: tuple[Expression, Type] | None) -> str | None:
+    if arg is None:
+        return None
+    expr, typ = arg
+    if isinstance(expr, StrExpr):
+        return expr.value
+    if isinstance(expr, RefExpr):
+        value = final_str_value(expr)
+        if value is not None:
+            return value
+    proper = get_proper_type(typ)
+    if isinstance(proper, LiteralType) and isinstance(proper.value, str):
+        return proper.value
+    if isinstance(proper, Instance) and proper.last_known_value is not None:
+        known = proper.last_known_value.value
+        if isinstance(known, str):
+            return known
+    return Encoder.read_axis(typ)
+
+
+def _endpoint(arg: tuple[Expression, Type] | None) -> Endpoint | _Unreadable | None:
+    """The marker a ``src=``/``dst=`` argument names; ``None`` if it was not passed."""
+    if arg is None:
+        return None
+    expr = arg[0]
+    if isinstance(expr, RefExpr) and expr.fullname in _LOCAL_TYPES:
+        return _LOCAL_TYPES[expr.fullname]
+    if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in _SHARD:
+        dim = _int(expr.args[0]) if len(expr.args) == 1 else None
+        if dim is not None:
+            return Shard(dim)
+    return UNREADABLE
+
+
+def _int(expr: Expression) -> int | None:
+    if isinstance(expr, IntExpr):
+        return expr.value
+    if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, IntExpr):
+        return -expr.expr.value
+    return None
+
+
+def _marker(expr: Expression) -> object:
+    """The annotation marker an ``assert_type`` argument such as ``R["dp"]`` evaluates to."""
+    if not isinstance(expr, IndexExpr) or not isinstance(expr.base, RefExpr):
+        raise ValueError("assert_type takes markers such as R['dp'] or S['tp', 0]")
+    items = expr.index.items if isinstance(expr.index, TupleExpr) else [expr.index]
+    values = [item.value if isinstance(item, StrExpr) else _int(item) for item in items]
+    if expr.base.fullname in _LOCAL_TYPES:
+        if not all(isinstance(v, str) for v in values):
+            raise ValueError("mesh-axis names must be string literals")
+        return axis_types_marker(_LOCAL_TYPES[expr.base.fullname], tuple(v for v in values if isinstance(v, str)))
+    if expr.base.fullname in _SHARD:
+        return shard_marker(tuple(values))
+    raise ValueError(f"{spell(expr.base)} is not an SPMD marker")

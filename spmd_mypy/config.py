@@ -1,0 +1,103 @@
+"""The plugin's options, read from the mypy configuration file.
+
+In ``mypy.ini`` or ``setup.cfg``::
+
+    [mypy.plugins.spmd]
+    axes = dp, tp, cp
+    strict_axes = true
+
+In ``pyproject.toml``::
+
+    [tool.spmd-mypy]
+    axes = ["dp", "tp", "cp"]
+    strict_axes = true
+
+``axes`` names the mesh axes; an annotation naming another axis is an error
+(a typo such as ``"pd"`` is caught).  ``strict_axes`` makes every annotation
+name every axis in ``axes``.  ``debug`` reports internal plugin failures as
+notes instead of silently treating the expression as unknown.
+"""
+
+from __future__ import annotations
+
+import configparser
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["ConfigError", "PluginOptions", "load"]
+
+_INI_SECTION = "mypy.plugins.spmd"
+_TOML_TABLE = "spmd-mypy"
+
+
+class ConfigError(ValueError):
+    """An option with a value the plugin does not understand."""
+
+
+@dataclass(frozen=True)
+class PluginOptions:
+    axes: tuple[str, ...] = ()
+    strict_axes: bool = False
+    debug: bool = False
+
+    def as_data(self) -> dict[str, Any]:
+        """A JSON-friendly form, stored in mypy's cache so that a change invalidates it."""
+        return {"axes": list(self.axes), "strict_axes": self.strict_axes, "debug": self.debug}
+
+
+def load(config_file: str | None) -> PluginOptions:
+    """Options from ``config_file`` (an ini or pyproject file); defaults if absent."""
+    if not config_file:
+        return PluginOptions()
+    path = Path(config_file)
+    if not path.is_file():
+        return PluginOptions()
+    if path.suffix == ".toml":
+        table = tomllib.loads(path.read_text()).get("tool", {}).get(_TOML_TABLE, {})
+        return _build(table, path)
+    parser = configparser.ConfigParser()
+    parser.read(path)
+    if not parser.has_section(_INI_SECTION):
+        return PluginOptions()
+    section = dict(parser.items(_INI_SECTION))
+    values: dict[str, Any] = {}
+    if "axes" in section:
+        values["axes"] = [a.strip() for a in section["axes"].split(",") if a.strip()]
+    for flag in ("strict_axes", "debug"):
+        if flag in section:
+            values[flag] = _boolean(section[flag], flag, path)
+    unknown = set(section) - {"axes", "strict_axes", "debug"}
+    if unknown:
+        raise ConfigError(f"{path}: unknown option(s) in [{_INI_SECTION}]: {', '.join(sorted(unknown))}")
+    return _build(values, path)
+
+
+def _boolean(text: str, name: str, path: Path) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{path}: {name} must be true or false, got {text!r}")
+
+
+def _build(values: dict[str, Any], path: Path) -> PluginOptions:
+    unknown = set(values) - {"axes", "strict_axes", "debug"}
+    if unknown:
+        raise ConfigError(f"{path}: unknown spmd option(s): {', '.join(sorted(unknown))}")
+    axes = values.get("axes", [])
+    if not isinstance(axes, list) or not all(isinstance(a, str) and a for a in axes):
+        raise ConfigError(f"{path}: axes must be a list of mesh-axis names")
+    strict, debug = values.get("strict_axes", False), values.get("debug", False)
+    if not isinstance(strict, bool) or not isinstance(debug, bool):
+        raise ConfigError(f"{path}: strict_axes and debug must be true or false")
+    if strict and not axes:
+        raise ConfigError(f"{path}: strict_axes needs the list of mesh axes in axes")
+    return PluginOptions(tuple(axes), strict, debug)

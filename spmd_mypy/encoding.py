@@ -1,0 +1,149 @@
+"""How an :class:`~spmd_types.typesystem.SpmdType` is written as a mypy type, and read back.
+
+A tensor whose SPMD type is known becomes ``SpmdTensor[Literal["dp:R", "tp:V"]]``
+(``SpmdParameter`` for an ``nn.Parameter``): a stub-only subclass of the tensor
+class whose covariant argument lists one ``"axis:type"`` literal per known
+axis.  mypy's own subtype check then compares these at plain assignments and
+returns: a value listing fewer axes than a declaration is accepted (its other
+axes are unknown), a value with a different type on a listed axis is not.
+
+Shards appear as ``V`` in the literals, because in local SPMD ``S(i)`` and ``V``
+are interchangeable and the literals are what mypy compares; the full type
+(shard dims, constants) rides along in a side channel (see
+:func:`spmd_mypy.compat.read_side_channel`) and is what the plugin reads.
+
+Values computed by the plugin also carry ``| Any`` in the argument: a variable
+inferred from one value can then be re-bound to a value of another SPMD type,
+as in ``h = all_reduce(h, ...)``, without mypy reporting a redefinition, while
+the literal part still fails against a declaration it contradicts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from mypy.nodes import MypyFile
+from mypy.types import (
+    AnyType,
+    Instance,
+    LiteralType,
+    ProperType,
+    Type,
+    TypeOfAny,
+    UnionType,
+    get_proper_type,
+)
+
+from spmd_mypy.compat import lookup_type_info, read_side_channel, with_side_channel
+from spmd_types.typesystem import SpmdType, parse
+from spmd_types.typesystem.local_types import Constant, local_type
+
+__all__ = [
+    "AXIS_GROUP",
+    "SPMD_PARAMETER",
+    "SPMD_TENSOR",
+    "Divergent",
+    "Encoder",
+    "PARAMETER_CLASS",
+    "PROCESS_GROUP_CLASS",
+    "TENSOR_CLASS",
+    "is_tensor",
+]
+
+SPMD_TENSOR: Final = "spmd_types._typed.SpmdTensor"
+SPMD_PARAMETER: Final = "spmd_types._typed.SpmdParameter"
+AXIS_GROUP: Final = "spmd_types._typed.AxisGroup"
+TENSOR_CLASS: Final = "torch._tensor.Tensor"
+PARAMETER_CLASS: Final = "torch.nn.parameter.Parameter"
+PROCESS_GROUP_CLASS: Final = "torch._C._distributed_c10d.ProcessGroup"
+_PHANTOMS: Final = frozenset({SPMD_TENSOR, SPMD_PARAMETER})
+
+
+def is_tensor(typ: ProperType) -> bool:
+    """Whether ``typ`` is an instance of ``torch.Tensor`` or a subclass."""
+    return isinstance(typ, Instance) and typ.type.has_base(TENSOR_CLASS)
+
+
+@dataclass(frozen=True)
+class Divergent:
+    """A value whose SPMD type depends on the path taken (a union of different types)."""
+
+    types: tuple[SpmdType, ...]
+
+
+class Encoder:
+    """Builds and reads SPMD-typed mypy types; needs the loaded modules to find the phantoms."""
+
+    def __init__(self, modules: dict[str, MypyFile] | None, str_type: Instance) -> None:
+        self._modules = modules
+        self._str = str_type
+
+    # -- reading -----------------------------------------------------------------
+
+    @staticmethod
+    def read(typ: Type) -> SpmdType | Divergent | None:
+        """The SPMD type of a value of mypy type ``typ``; ``None`` if it has none."""
+        proper = get_proper_type(typ)
+        if isinstance(proper, Instance):
+            return _read_instance(proper)
+        if isinstance(proper, UnionType):
+            found = {_read_instance(item) for item in map(get_proper_type, proper.items)
+                     if isinstance(item, Instance) and item.type.fullname in _PHANTOMS}
+            found.discard(None)
+            if len(found) > 1:
+                return Divergent(tuple(sorted((t for t in found if t is not None), key=str)))
+            return found.pop() if found else None
+        return None
+
+    @staticmethod
+    def read_axis(typ: Type) -> str | None:
+        """The mesh axis of a process group typed ``AxisGroup[Literal["tp"]]``."""
+        proper = get_proper_type(typ)
+        if isinstance(proper, Instance) and proper.type.fullname == AXIS_GROUP and proper.args:
+            arg = get_proper_type(proper.args[0])
+            if isinstance(arg, LiteralType) and isinstance(arg.value, str):
+                return arg.value
+        return None
+
+    # -- writing -----------------------------------------------------------------
+
+    def tensor(self, spmd: SpmdType, base: Instance, *, inferred: bool) -> Instance | None:
+        """``base`` (a tensor instance) carrying ``spmd``; ``None`` if the phantoms are not loaded.
+
+        ``inferred`` marks a value computed by the plugin (adds ``| Any``, see the
+        module docstring); declarations are exact.
+        """
+        name = SPMD_PARAMETER if base.type.has_base(PARAMETER_CLASS) else SPMD_TENSOR
+        info = lookup_type_info(self._modules, name)
+        if info is None:
+            return None
+        items: list[Type] = [
+            LiteralType(f"{axis}:{local_type(kind).code}", self._str)
+            for axis, kind in spmd.items()
+            if not isinstance(kind, Constant)
+        ]
+        if inferred or not items:
+            items.append(AnyType(TypeOfAny.special_form))
+        arg = items[0] if len(items) == 1 else UnionType(items)
+        return with_side_channel(Instance(info, [arg]), str(spmd), self._str)
+
+    def axis_group(self, axis: str) -> Instance | None:
+        """``AxisGroup[Literal[axis]]``, the type of a process group of mesh axis ``axis``."""
+        info = lookup_type_info(self._modules, AXIS_GROUP)
+        if info is None:
+            return None
+        return Instance(info, [LiteralType(axis, self._str)])
+
+
+def _read_instance(instance: Instance) -> SpmdType | None:
+    if instance.type.fullname not in _PHANTOMS:
+        return None
+    text = read_side_channel(instance)
+    if text is not None:
+        return parse(text)
+    # No side channel (a type mypy rebuilt, e.g. by a join): read the literals.
+    arg = get_proper_type(instance.args[0]) if instance.args else None
+    members = arg.items if isinstance(arg, UnionType) else [arg]
+    literals = [m.value for m in map(get_proper_type, members) if isinstance(m, LiteralType)]
+    return parse(", ".join(str(v) for v in literals))

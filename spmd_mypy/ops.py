@@ -1,0 +1,147 @@
+"""Ordinary torch ops: functions, ``torch.nn.functional``, tensor methods, operators, properties.
+
+Each hook names the op by its public name (``torch.matmul``, ``torch.Tensor.__add__``),
+reads the operands, applies the op table's rule from the core, reports the
+violations in the op's own spelling (``+``, ``@``, ``torch.exp``) and gives
+the call its result type.  Calls on tensors without SPMD types keep mypy's own
+result: the plugin is inert on code that does not use SPMD annotations.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mypy.nodes import CallExpr, Context, Expression, IndexExpr, MemberExpr, OpExpr, UnaryExpr
+from mypy.plugin import AttributeContext, FunctionContext, MethodContext
+from mypy.types import Type
+
+from spmd_mypy.boundaries import fit_return, report_divergent
+from spmd_mypy.compat import expression_type
+from spmd_mypy.encoding import PARAMETER_CLASS, SPMD_PARAMETER, SPMD_TENSOR, TENSOR_CLASS, Encoder
+from spmd_mypy.report import spell
+from spmd_mypy.session import Session
+from spmd_mypy.values import Arguments, contains_tensor, read_arguments, with_result
+from spmd_types.typesystem import (
+    Code,
+    Operand,
+    OpRule,
+    Result,
+    SpmdType,
+    apply_op,
+    check_backward,
+    check_fits,
+    lookup,
+)
+from spmd_types.typesystem.ops import display_name
+
+__all__ = ["TENSOR_RECEIVERS", "TENSOR_PROPERTIES", "public_function_name", "check_function", "check_method",
+           "check_property"]
+
+# Classes whose methods are tensor methods (method hooks are keyed by the receiver's class).
+TENSOR_RECEIVERS: Final = frozenset({TENSOR_CLASS, "torch._C.TensorBase", PARAMETER_CLASS, SPMD_TENSOR,
+                                     SPMD_PARAMETER})
+# Properties are keyed by the class that defines them.
+TENSOR_PROPERTIES: Final = frozenset(
+    f"{cls}.{name}" for cls in ("torch._C.TensorBase", TENSOR_CLASS) for name in ("T", "mT", "H", "mH", "real", "imag")
+)
+
+# Parameter names of operators whose arguments are not all called ``other``.
+_OPERATOR_PARAMS: Final = {"__getitem__": ("indices",), "__setitem__": ("indices", "value")}
+
+# Where mypy finds torch's functions, and the public namespace each belongs to.
+_FUNCTION_NAMESPACES: Final = (
+    ("torch._C._VariableFunctions.", "torch."),
+    ("torch.functional.", "torch."),
+    ("torch._C._nn.", "torch.nn.functional."),
+    ("torch.nn.functional.", "torch.nn.functional."),
+    ("torch.nn.parameter.", "torch.nn."),
+)
+
+
+def public_function_name(fullname: str) -> str | None:
+    """``torch.matmul`` for ``torch._C._VariableFunctions.matmul``; ``None`` if not a torch op."""
+    for prefix, public in _FUNCTION_NAMESPACES:
+        if fullname.startswith(prefix):
+            return public + fullname[len(prefix):]
+    return None
+
+
+def check_function(session: Session, ctx: FunctionContext, name: str) -> Type:
+    """The type of a call of torch function ``name``."""
+    rule = lookup(name)
+    arguments = read_arguments(ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args)
+    return _apply(session, ctx, name, rule, arguments)
+
+
+def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
+    """The type of a call of tensor method ``method`` (operators included)."""
+    if method == "backward":
+        return _backward(session, ctx)
+    name = f"torch.Tensor.{method}"
+    rule = lookup(name)
+    receiver = _receiver(ctx.context, method)
+    names = ctx.callee_arg_names
+    if method.startswith("__") and not any(names):
+        # mypy passes no parameter names for operators; torch's signatures name them so.
+        names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
+    arguments = read_arguments(ctx.api, rule, names, ctx.arg_types, ctx.args, (ctx.type, receiver))
+    return _apply(session, ctx, name, rule, arguments)
+
+
+def check_property(session: Session, ctx: AttributeContext, attribute: str) -> Type:
+    """The type of a tensor property such as ``x.T``."""
+    if ctx.is_lvalue:
+        return ctx.default_attr_type
+    spmd = Encoder.read(ctx.type)
+    if not isinstance(spmd, SpmdType):
+        return ctx.default_attr_type
+    outcome = apply_op(lookup(f"torch.Tensor.{attribute}"), [Operand("input", spmd)])
+    return with_result(session.encoder(ctx.api), ctx.default_attr_type, outcome.result)
+
+
+def _apply(
+    session: Session, ctx: FunctionContext | MethodContext, name: str, rule: OpRule, arguments: Arguments
+) -> Type:
+    default = ctx.default_return_type
+    constant = rule.result in (Result.WEAK, Result.ZERO) and session.uses_spmd(ctx.api)
+    if not (arguments.typed or constant) or not contains_tensor(default):
+        return default
+    for expr, found in arguments.divergent:
+        report_divergent(session, ctx.api, expr, found)
+    outcome = apply_op(rule, arguments.operands, arguments.passed)
+    session.reporter.violations(ctx.api, outcome.violations, ctx.context, display_name(name), arguments.spelled)
+    result = outcome.result
+    out = arguments.expressions.get("out")
+    out_type = expression_type(ctx.api, out) if out is not None else None
+    target = Encoder.read(out_type) if out_type is not None else None
+    if out is not None and isinstance(target, SpmdType):
+        writes = check_fits(result, target, code=Code.INPLACE)
+        session.reporter.violations(ctx.api, writes, out, f"{display_name(name)}(out=...)", value=spell(out))
+    typed = with_result(session.encoder(ctx.api), default, result)
+    return fit_return(session, ctx.api, typed, ctx.context)
+
+
+def _backward(session: Session, ctx: MethodContext) -> Type:
+    """``loss.backward()`` needs a loss whose gradient is seeded correctly by a 1."""
+    gradient_given = any(ctx.arg_types[i] for i, n in enumerate(ctx.callee_arg_names) if n == "gradient")
+    loss = Encoder.read(ctx.type)
+    if gradient_given or not isinstance(loss, SpmdType):
+        return ctx.default_return_type
+    receiver = _receiver(ctx.context, "backward")
+    violations = check_backward(loss)
+    value = spell(receiver) if receiver is not None else "loss"
+    session.reporter.violations(ctx.api, violations, ctx.context, f"{value}.backward()", value=value)
+    return ctx.default_return_type
+
+
+def _receiver(context: Context, method: str) -> Expression | None:
+    """The expression a method was called on, for spelling fixes."""
+    if isinstance(context, CallExpr) and isinstance(context.callee, MemberExpr):
+        return context.callee.expr
+    if isinstance(context, OpExpr):
+        return context.right if method.startswith("__r") else context.left
+    if isinstance(context, IndexExpr):
+        return context.base
+    if isinstance(context, UnaryExpr):
+        return context.expr
+    return None

@@ -1,0 +1,254 @@
+"""The mypy plugin: ``plugins = spmd_mypy.plugin`` in the mypy configuration.
+
+A thin adapter from mypy's hooks to the rule core in ``spmd_types.typesystem``:
+each ``get_*_hook`` decides from the full name alone whether the call is ours
+(returning ``None`` otherwise, so other plugins and plain code are untouched),
+and every hook is guarded so that an internal failure degrades to "unknown"
+instead of crashing mypy.  The plugin imports neither torch nor the runtime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+from mypy.nodes import Import, ImportAll, ImportFrom, MypyFile, TypeInfo
+from mypy.options import Options
+from mypy.plugin import (
+    AnalyzeTypeContext,
+    AttributeContext,
+    FunctionContext,
+    FunctionSigContext,
+    MethodContext,
+    MethodSigContext,
+    Plugin,
+    ReportConfigContext,
+)
+from mypy.types import CallableType, FunctionLike, Instance, Type, TypeType, get_proper_type
+
+import spmd_mypy
+from spmd_mypy import annotations, boundaries, collectives, config, ops
+from spmd_mypy.compat import bind_method
+from spmd_mypy.encoding import Encoder
+from spmd_mypy.report import Reporter
+from spmd_mypy.session import Session
+
+__all__ = ["SpmdPlugin", "plugin"]
+
+_RELAXED_LIMIT: Final = 10_000  # call sites awaiting their return hook; a safety bound for the daemon
+
+
+def _rules_fingerprint() -> str:
+    """A hash of the plugin's and the rule core's sources, so that cached results follow rule changes."""
+    digest = hashlib.sha256(spmd_mypy.__version__.encode())
+    roots = [Path(__file__).parent, Path(__file__).parents[1] / "spmd_types" / "typesystem"]
+    for root in roots:
+        for path in sorted(root.glob("*.py")):
+            digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+class SpmdPlugin(Plugin):
+    """Checks SPMD types; see the package documentation for the rules."""
+
+    def __init__(self, options: Options) -> None:
+        super().__init__(options)
+        try:
+            self._options = config.load(options.config_file)
+        except (config.ConfigError, ValueError) as error:
+            sys.exit(f"spmd-mypy: {error}")
+        self._session = Session(self._options, Reporter(self._options.debug))
+        self._fingerprint = _rules_fingerprint()
+
+    def set_modules(self, modules: dict[str, MypyFile]) -> None:
+        super().set_modules(modules)
+        self._session.modules = modules
+
+    # -- configuration and dependencies ----------------------------------------------
+
+    def report_config_data(self, ctx: ReportConfigContext) -> object:
+        return {"version": spmd_mypy.__version__, "rules": self._fingerprint, **self._options.as_data()}
+
+    def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
+        if _imports_spmd_types(file):
+            self._session.spmd_paths.add(file.path)
+        else:
+            self._session.spmd_paths.discard(file.path)
+        return []
+
+    # -- annotations -----------------------------------------------------------------
+
+    def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
+        if fullname in annotations.ANNOTATED_NAMES or fullname == annotations.SPMD_ALIAS:
+            alias_form = fullname == annotations.SPMD_ALIAS
+            return self._guard(lambda ctx: self._annotation(ctx, alias_form),
+                               lambda ctx: ctx.api.analyze_type(ctx.type.args[0]) if ctx.type.args else ctx.type)
+        return None
+
+    def _annotation(self, ctx: AnalyzeTypeContext, alias_form: bool) -> Type:
+        encoder = Encoder(self._session.modules, ctx.api.named_type("builtins.str", []))
+        return annotations.analyze(ctx, encoder, self._options, alias_form)
+
+    # -- calls -----------------------------------------------------------------------
+
+    def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        session = self._session
+        call = collectives.COLLECTIVES.get(fullname)
+        if call is not None:
+            return self._guard(lambda ctx: collectives.check_collective(session, ctx, call), _default_return)
+        if fullname == collectives.ASSERT_TYPE:
+            return self._guard(lambda ctx: collectives.check_assert_type(session, ctx), _default_return)
+        public = ops.public_function_name(fullname)
+        if public is not None:
+            return self._guard(lambda ctx: ops.check_function(session, ctx, public), _default_return)
+        if self._declared_signature(fullname) is not None:
+            short = fullname.rpartition(".")[2]
+            return self._guard(lambda ctx: self._check_call(ctx, short), _default_return)
+        return None
+
+    def get_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
+        if self._declared_signature(fullname) is None:
+            return None
+        return self._guard(self._relax, lambda ctx: ctx.default_signature)
+
+    def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
+        owner, _, method = fullname.rpartition(".")
+        session = self._session
+        if owner in ops.TENSOR_RECEIVERS:
+            return self._guard(lambda ctx: ops.check_method(session, ctx, method), _default_return)
+        if self._method_signature(owner, method) is not None:
+            callee = f"{owner.rpartition('.')[2]}.{'forward' if method in ('__call__', 'apply') else method}"
+            return self._guard(lambda ctx: self._check_call(ctx, callee), _default_return)
+        return None
+
+    def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
+        owner, _, method = fullname.rpartition(".")
+        if owner in ops.TENSOR_RECEIVERS or self._method_signature(owner, method) is None:
+            return None
+        return self._guard(lambda ctx: self._relax_method(ctx, method), lambda ctx: ctx.default_signature)
+
+    def get_attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
+        if fullname in ops.TENSOR_PROPERTIES:
+            attribute = fullname.rpartition(".")[2]
+            session = self._session
+            return self._guard(lambda ctx: ops.check_property(session, ctx, attribute),
+                               lambda ctx: ctx.default_attr_type)
+        return None
+
+    # -- boundaries of user-defined callables ----------------------------------------
+
+    def _declared_signature(self, fullname: str) -> CallableType | None:
+        """The signature of function ``fullname`` if it has SPMD-typed parameters."""
+        try:
+            return self._lookup_declared(fullname)
+        except Exception:  # noqa: BLE001 - deciding whether to hook must never crash mypy
+            return None
+
+    def _lookup_declared(self, fullname: str) -> CallableType | None:
+        if self._session.modules is None or "." not in fullname:
+            return None
+        symbol = self.lookup_fully_qualified(fullname)
+        signature = boundaries.signature_of(symbol.node) if symbol is not None else None
+        return signature if signature is not None and _has_spmd_parameters(signature) else None
+
+    def _method_signature(self, owner: str, method: str) -> CallableType | None:
+        """The declared signature behind ``owner.method``, if it has SPMD-typed parameters.
+
+        For an ``nn.Module``'s ``__call__`` and an autograd Function's ``apply``
+        that is the signature of ``forward``.
+        """
+        try:
+            return self._lookup_method(owner, method)
+        except Exception:  # noqa: BLE001 - deciding whether to hook must never crash mypy
+            return None
+
+    def _lookup_method(self, owner: str, method: str) -> CallableType | None:
+        if self._session.modules is None or not owner:
+            return None
+        symbol = self.lookup_fully_qualified(owner)
+        info = symbol.node if symbol is not None else None
+        if not isinstance(info, TypeInfo):
+            return None
+        if (method == "__call__" and info.has_base(boundaries.MODULE)) or (
+            method == "apply" and info.has_base(boundaries.AUTOGRAD_FUNCTION)
+        ):
+            signature = boundaries.forward_signature(info)
+        else:
+            signature = boundaries.signature_of(info.get_method(method))
+        return signature if signature is not None and _has_spmd_parameters(signature) else None
+
+    def _relax(self, ctx: FunctionSigContext) -> FunctionLike:
+        self._remember(ctx.context, ctx.default_signature)
+        return boundaries.relax(ctx.default_signature)
+
+    def _relax_method(self, ctx: MethodSigContext, method: str) -> FunctionLike:
+        signature: CallableType | None = ctx.default_signature
+        receiver = get_proper_type(ctx.type)
+        if method == "__call__" and isinstance(receiver, Instance):
+            forward = boundaries.forward_signature(receiver.type)
+            bound = bind_method(forward, receiver) if forward is not None else None
+            signature = bound if isinstance(bound, CallableType) else None
+        elif method == "apply":
+            info = _class_of(receiver)
+            forward = boundaries.forward_signature(info) if info is not None else None
+            signature = boundaries.drop_first(forward) if forward is not None else None
+        if signature is None:
+            return ctx.default_signature
+        self._remember(ctx.context, signature)
+        return boundaries.relax(signature)
+
+    def _remember(self, context: object, signature: CallableType) -> None:
+        relaxed = self._session.relaxed
+        if len(relaxed) > _RELAXED_LIMIT:
+            relaxed.clear()
+        key = context  # the call expression: hashable by identity
+        if key in relaxed and relaxed[key] != signature:
+            relaxed[key] = None  # several overloads were tried: do not guess which one matched
+        else:
+            relaxed[key] = signature
+
+    def _check_call(self, ctx: FunctionContext | MethodContext, callee: str) -> Type:
+        declared = self._session.relaxed.pop(ctx.context, None)
+        if declared is not None:
+            boundaries.check_arguments(self._session, ctx.api, declared, ctx.arg_types, ctx.args, ctx.context,
+                                       callee)
+        return boundaries.fit_return(self._session, ctx.api, ctx.default_return_type, ctx.context)
+
+    # -- plumbing --------------------------------------------------------------------
+
+    def _guard(self, hook, fallback):  # type: ignore[no-untyped-def]
+        return self._session.reporter.guard(hook, fallback)
+
+
+def _default_return(ctx: FunctionContext | MethodContext) -> Type:
+    return ctx.default_return_type
+
+
+def _has_spmd_parameters(signature: CallableType) -> bool:
+    return any(boundaries.has_spmd(t) for t in signature.arg_types)
+
+
+def _class_of(typ: object) -> TypeInfo | None:
+    """The class a class object (``MyFunction`` in ``MyFunction.apply``) stands for."""
+    if isinstance(typ, CallableType) and typ.is_type_obj():
+        return typ.type_object()
+    if isinstance(typ, TypeType) and isinstance(typ.item, Instance):
+        return typ.item.type
+    return None
+
+
+def _imports_spmd_types(file: MypyFile) -> bool:
+    for node in file.imports:
+        if isinstance(node, Import) and any(name.split(".")[0] == "spmd_types" for name, _ in node.ids):
+            return True
+        if isinstance(node, (ImportFrom, ImportAll)) and node.id.split(".")[0] == "spmd_types":
+            return True
+    return False
+
+
+def plugin(version: str) -> type[Plugin]:
+    """mypy's entry point."""
+    return SpmdPlugin

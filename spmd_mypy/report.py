@@ -1,0 +1,86 @@
+"""mypy error codes for SPMD violations, and how violations become mypy errors.
+
+Each class of mistake has its own code under ``spmd-``, so one line can be
+silenced with ``# type: ignore[spmd-partial]`` and a whole class turned off with
+``disable_error_code``.  The wording of every rule comes from the core's
+:class:`~spmd_types.typesystem.Violation`; this module only places it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Final, TypeVar
+
+from mypy.errorcodes import ErrorCode
+from mypy.nodes import CallExpr, Context, Expression, IndexExpr, MemberExpr, NameExpr
+from mypy.plugin import CheckerPluginInterface
+
+from spmd_types.typesystem import Code, Violation
+
+__all__ = ["ANNOTATION", "CODES", "INTERNAL", "Reporter", "spell"]
+
+CODES: Final[dict[Code, ErrorCode]] = {
+    code: ErrorCode(code.value, code.description, "SPMD") for code in Code
+}
+ANNOTATION: Final = CODES[Code.ANNOTATION]
+INTERNAL: Final = ErrorCode("spmd-internal", "the SPMD plugin could not check this expression", "SPMD")
+
+C = TypeVar("C")
+R = TypeVar("R")
+
+
+def spell(expr: Expression) -> str:
+    """A short source-like spelling of ``expr`` for fix suggestions (``x``, ``self.w``)."""
+    if isinstance(expr, NameExpr):
+        return expr.name
+    if isinstance(expr, MemberExpr):
+        return f"{spell(expr.expr)}.{expr.name}"
+    if isinstance(expr, CallExpr):
+        return f"{spell(expr.callee)}(...)"
+    if isinstance(expr, IndexExpr):
+        return f"{spell(expr.base)}[...]"
+    return "x"
+
+
+class Reporter:
+    """Turns violations into mypy errors; guards hooks against internal failures."""
+
+    def __init__(self, debug: bool) -> None:
+        self._debug = debug
+
+    def violations(
+        self,
+        api: CheckerPluginInterface,
+        violations: Sequence[Violation],
+        context: Context,
+        where: str,
+        operand_names: Sequence[str] = (),
+        value: str = "x",
+    ) -> None:
+        """Report each violation at ``context``; ``where`` names the op or boundary."""
+        for violation in violations:
+            message = violation.render(where, tuple(operand_names), value)
+            api.fail(message, context, code=CODES[violation.code])
+
+    def guard(self, hook: Callable[[C], R], fallback: Callable[[C], R]) -> Callable[[C], R]:
+        """``hook``, except that an internal failure falls back instead of crashing mypy.
+
+        With the ``debug`` option the failure is also reported as a note
+        (code ``spmd-internal``) at the expression being checked.
+        """
+        debug = self._debug
+
+        def guarded(ctx: C) -> R:
+            try:
+                return hook(ctx)
+            except Exception as error:  # noqa: BLE001 - the plugin must never crash mypy
+                if debug:
+                    api = getattr(ctx, "api", None)
+                    context = getattr(ctx, "context", None)
+                    if api is not None and context is not None:
+                        note = getattr(api, "note", None) or api.msg.note
+                        note(f"spmd plugin: {type(error).__name__}: {error}; treated as unknown", context,
+                             code=INTERNAL)
+                return fallback(ctx)
+
+        return guarded

@@ -1,0 +1,178 @@
+"""A call's arguments as core operands, and an op's result type as a mypy type.
+
+mypy hands a hook the formal parameter names of the callee and, for each, the
+types and expressions of the actual arguments.  Tensors become operands with
+their SPMD type; Python numbers passed where the op rule expects a tensor
+become constants (``weak``, or ``zero`` for a literal 0); a list or tuple of
+tensors (``cat([a, b])``) gives one operand per element.  Everything else is
+recorded only as *passed* (``rounding_mode=...`` can make an op non-linear).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mypy.nodes import Expression, FloatExpr, IntExpr, ListExpr, NameExpr, TupleExpr, UnaryExpr
+from mypy.plugin import CheckerPluginInterface
+from mypy.types import (
+    Instance,
+    LiteralType,
+    NoneType,
+    ProperType,
+    TupleType,
+    Type,
+    UnionType,
+    get_proper_type,
+)
+
+from spmd_mypy.compat import expression_type
+from spmd_mypy.encoding import Divergent, Encoder, is_tensor
+from spmd_mypy.report import spell
+from spmd_types.typesystem import UNKNOWN, WEAK, ZERO, Operand, OpRule, SpmdType
+from spmd_types.typesystem.ops import canonical_param
+
+__all__ = ["Arguments", "contains_tensor", "read_arguments", "with_result"]
+
+_NUMBERS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.complex"})
+_SEQUENCES = frozenset({"builtins.list", "builtins.tuple", "typing.Sequence", "collections.abc.Sequence"})
+
+
+@dataclass
+class Arguments:
+    """The operands of one call, parallel to how to spell each in a message."""
+
+    operands: list[Operand] = field(default_factory=list)
+    spelled: list[str] = field(default_factory=list)
+    passed: set[str] = field(default_factory=set)
+    divergent: list[tuple[Expression, Divergent]] = field(default_factory=list)
+    expressions: dict[str, Expression] = field(default_factory=dict)
+    typed: bool = False  # whether some operand has an SPMD type
+
+    def add(self, param: str, spmd: SpmdType, spelled: str) -> None:
+        self.operands.append(Operand(param, spmd))
+        self.spelled.append(spelled)
+
+
+def read_arguments(
+    api: CheckerPluginInterface,
+    rule: OpRule,
+    formal_names: Sequence[str | None],
+    arg_types: Sequence[Sequence[Type]],
+    args: Sequence[Sequence[Expression]],
+    receiver: tuple[Type, Expression | None] | None = None,
+) -> Arguments:
+    """Read a call's arguments (and a method's receiver, as ``input``)."""
+    out = Arguments()
+    mentioned = set(rule.params)
+    if receiver is not None:
+        typ, expr = receiver
+        _read_value(api, out, "input", typ, expr, mentioned)
+    for name, types, exprs in zip(formal_names, arg_types, args):
+        param = canonical_param(name or "")
+        for typ, expr in zip(types, exprs):
+            out.expressions.setdefault(param, expr)
+            _read_value(api, out, param, typ, expr, mentioned)
+    return out
+
+
+def _read_value(
+    api: CheckerPluginInterface,
+    out: Arguments,
+    param: str,
+    typ: Type,
+    expr: Expression | None,
+    mentioned: set[str],
+) -> None:
+    proper = get_proper_type(typ)
+    spelled = spell(expr) if expr is not None else "x"
+    if isinstance(proper, NoneType):
+        return
+    if _is_tensor_like(proper):
+        found = Encoder.read(proper)
+        if isinstance(found, Divergent):
+            if expr is not None:
+                out.divergent.append((expr, found))
+            found = UNKNOWN
+        out.typed = out.typed or found is not None
+        out.add(param, found if found is not None else UNKNOWN, spelled)
+        return
+    elements = _elements(api, proper, expr)
+    if elements is not None:
+        for element_type, element_expr in elements:
+            _read_value(api, out, param, element_type, element_expr, mentioned)
+        return
+    if param in mentioned and _is_number(proper):
+        out.add(param, SpmdType(default=ZERO if _is_zero(proper, expr) else WEAK), spelled)
+        return
+    out.passed.add(param)
+
+
+def _is_tensor_like(typ: ProperType) -> bool:
+    if isinstance(typ, UnionType):
+        members = [get_proper_type(t) for t in typ.items]
+        return bool(members) and all(is_tensor(m) or isinstance(m, NoneType) for m in members) and any(
+            is_tensor(m) for m in members)
+    return is_tensor(typ)
+
+
+def _elements(
+    api: CheckerPluginInterface, typ: ProperType, expr: Expression | None
+) -> list[tuple[Type, Expression | None]] | None:
+    """The elements of a list or tuple of tensors, or ``None`` if ``typ`` is not one."""
+    if isinstance(expr, (ListExpr, TupleExpr)):
+        found = [(expression_type(api, item), item) for item in expr.items]
+        if found and all(t is not None for t, _ in found):
+            return [(t, item) for t, item in found if t is not None]
+    if isinstance(typ, TupleType):
+        return [(item, None) for item in typ.items]
+    if isinstance(typ, Instance) and typ.type.fullname in _SEQUENCES and typ.args:
+        item = get_proper_type(typ.args[0])
+        if _is_tensor_like(item):
+            return [(item, None)]
+    return None
+
+
+def _is_number(typ: ProperType) -> bool:
+    if isinstance(typ, LiteralType):
+        return isinstance(typ.value, (int, float))
+    return isinstance(typ, Instance) and typ.type.fullname in _NUMBERS
+
+
+def _is_zero(typ: ProperType, expr: Expression | None) -> bool:
+    if isinstance(expr, (IntExpr, FloatExpr)):
+        return expr.value == 0
+    if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, (IntExpr, FloatExpr)):
+        return expr.expr.value == 0
+    if isinstance(expr, NameExpr) and isinstance(typ, Instance) and typ.last_known_value is not None:
+        return typ.last_known_value.value == 0
+    return isinstance(typ, LiteralType) and typ.value == 0
+
+
+def with_result(encoder: Encoder, default: Type, spmd: SpmdType) -> Type:
+    """``default`` (an op's declared return type) with every tensor in it typed ``spmd``.
+
+    Ops with several tensor outputs (``split``, ``unbind``) give each the result type.
+    """
+    proper = get_proper_type(default)
+    if is_tensor(proper):
+        assert isinstance(proper, Instance)
+        return encoder.tensor(spmd, proper, inferred=True) or default
+    if isinstance(proper, TupleType):
+        return proper.copy_modified(items=[with_result(encoder, t, spmd) for t in proper.items])
+    if isinstance(proper, Instance) and proper.type.fullname in _SEQUENCES and proper.args:
+        return proper.copy_modified(args=[with_result(encoder, a, spmd) for a in proper.args])
+    if isinstance(proper, UnionType):
+        return UnionType([with_result(encoder, t, spmd) for t in proper.items])
+    return default
+
+
+def contains_tensor(typ: Type) -> bool:
+    """Whether ``typ`` is or contains a tensor (an op's result worth typing)."""
+    proper = get_proper_type(typ)
+    if is_tensor(proper):
+        return True
+    if isinstance(proper, (TupleType, UnionType)):
+        return any(contains_tensor(t) for t in proper.items)
+    return isinstance(proper, Instance) and proper.type.fullname in _SEQUENCES and any(
+        contains_tensor(a) for a in proper.args)

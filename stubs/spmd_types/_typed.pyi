@@ -1,0 +1,26 @@
+# The types the spmd_mypy plugin gives to SPMD-annotated values. Stub-only: nothing
+# here exists at run time, and user code never names these classes; it writes
+# `Annotated[Tensor, R["dp"], V["tp"]]` and the plugin turns that into
+# `SpmdTensor[Literal["dp:R", "tp:V"]]`.
+from typing import Generic, TypeVar
+
+from torch import Tensor
+from torch.distributed import ProcessGroup
+from torch.nn import Parameter
+
+_L_co = TypeVar("_L_co", covariant=True)
+_A_co = TypeVar("_A_co", covariant=True)
+
+class SpmdTensor(Tensor, Generic[_L_co]):
+    """A tensor whose SPMD type is known on some mesh axes.
+
+    The argument is a union of ``Literal["axis:type"]``, one per known axis; an axis
+    not listed is unknown. Inferred values carry ``| Any`` so that a variable can be
+    re-bound to a value of another SPMD type.
+    """
+
+class SpmdParameter(Parameter, SpmdTensor[_L_co]):
+    """An ``nn.Parameter`` whose SPMD type is known."""
+
+class AxisGroup(ProcessGroup, Generic[_A_co]):
+    """The process group of one mesh axis, named by a ``Literal`` argument."""
