@@ -16,7 +16,7 @@ import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,18 +42,30 @@ class Sim:
         return axis_groups(self.mesh, axis)
 
 
+_MESHES: dict[int, DeviceMesh] = {}
+
+
 def _fake_world(world: int) -> DeviceMesh:
+    """The ("dp", "tp") mesh of a fake-backend world of ``world`` ranks (re-initialized on change)."""
+    if world in _MESHES and dist.is_initialized() and dist.get_world_size() == world:
+        return _MESHES[world]
     if dist.is_initialized():
-        if dist.get_world_size() == world and dist.get_backend() == "fake":
-            return init_device_mesh("cpu", MESH_SHAPES[world], mesh_dim_names=("dp", "tp"))
         dist.destroy_process_group()
+    _MESHES.clear()
     dist.init_process_group("fake", rank=0, world_size=world)
-    return init_device_mesh("cpu", MESH_SHAPES[world], mesh_dim_names=("dp", "tp"))
+    _MESHES[world] = init_device_mesh("cpu", MESH_SHAPES[world], mesh_dim_names=("dp", "tp"))
+    return _MESHES[world]
 
 
 @pytest.fixture(scope="session", params=[4, 8], ids=["world4", "world8"])
-def sim(request: pytest.FixtureRequest) -> Iterator[Sim]:
-    yield Sim(request.param, _fake_world(request.param))
+def world(request: pytest.FixtureRequest) -> int:
+    return int(request.param)
+
+
+@pytest.fixture
+def sim(world: int) -> Sim:
+    """A fake-backend world of 4 (2x2) or 8 (2x4) ranks; run ranks with LocalTensorMode(world)."""
+    return Sim(world, _fake_world(world))
 
 
 @pytest.fixture

@@ -298,11 +298,14 @@ class Trial:
     grads: dict[int, torch.Tensor] | None = None
 
 
-def prepare(case: Case, groups: list[list[int]], in_shape: tuple[int, ...] | None = None) -> Trial:
+def prepare(
+    case: Case, groups: list[list[int]], shape_at: Callable[[int], tuple[int, ...]] | None = None
+) -> Trial:
+    """Inputs, cotangents and expected outputs of ``case``; ``shape_at(index on the axis)`` gives input shapes."""
     n = len(groups[0])
-    in_shape = in_shape or shape(n)
+    shapes = {r: shape_at(pos) if shape_at else shape(n) for g in groups for pos, r in enumerate(g)}
     ranks = [r for g in groups for r in g]
-    xs = make_values(case.src, groups, {r: in_shape for r in ranks}, (case.id, "x"))
+    xs = make_values(case.src, groups, shapes, (case.id, "x"))
     want: dict[int, torch.Tensor] = {}
     for members in groups:
         for rank, y in zip(members, expected(case, [xs[r] for r in members], n)):
