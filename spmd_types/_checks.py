@@ -44,13 +44,13 @@ _enabled: bool = os.environ.get(_ENV, "").strip().lower() in ("1", "true", "yes"
 
 
 def set_runtime_checks(enabled: bool) -> None:
-    """Turn ``assert_type``'s run-time verification on or off (process-wide)."""
+    """``set_runtime_checks(enabled: bool) -> None``: turn ``assert_type``'s run-time verification on or off (process-wide)."""
     global _enabled
     _enabled = bool(enabled)
 
 
 def runtime_checks_enabled() -> bool:
-    """Whether ``assert_type`` verifies data at run time."""
+    """``runtime_checks_enabled() -> bool``: whether ``assert_type`` verifies data at run time."""
     return _enabled
 
 

@@ -175,7 +175,7 @@ _STACK: list[_MeshEntry] = []
 
 @contextlib.contextmanager
 def set_current_mesh(mesh: DeviceMesh) -> Iterator[DeviceMesh]:
-    """``with set_current_mesh(mesh):`` makes ``mesh``'s axis names usable as ``axis``.
+    """``with set_current_mesh(mesh: DeviceMesh):`` makes ``mesh``'s axis names usable as ``axis``.
 
     Blocks nest; the innermost mesh wins and the previous one is restored on
     exit (also when an exception leaves the block).  The mesh must have
@@ -190,7 +190,7 @@ def set_current_mesh(mesh: DeviceMesh) -> Iterator[DeviceMesh]:
 
 
 def current_mesh() -> DeviceMesh | None:
-    """The mesh of the innermost ``set_current_mesh`` block, or ``None`` outside any."""
+    """``current_mesh() -> DeviceMesh | None``: the mesh of the innermost ``set_current_mesh`` block."""
     return _STACK[-1].mesh if _STACK else None
 
 
@@ -241,12 +241,12 @@ def _resolve_object(axis: object) -> Group:
 
 
 def axis_size(axis: AxisLike) -> int:
-    """The number of ranks on ``axis``."""
+    """``axis_size(axis) -> int``: the number of ranks on ``axis`` (name, process group or 1-D mesh)."""
     return resolve_axis(axis).size
 
 
 def axis_index(axis: AxisLike) -> int | torch.SymInt:
-    """This rank's index on ``axis``, in ``range(axis_size(axis))``.
+    """``axis_index(axis) -> int | SymInt``: this rank's index on ``axis``, in ``range(axis_size(axis))``.
 
     On real ranks an ``int``.  Under ``LocalTensorMode`` a per-rank ``SymInt``
     (``dist.get_rank(group)`` would give the real process's rank for every

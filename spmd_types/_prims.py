@@ -154,6 +154,8 @@ def _gather_stack(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> 
 
 def _gather_cat(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
     if sizes is None:
+        if a == 0:  # the collective concatenates along dim 0 already
+            return _wait(_all_gather(x.contiguous(), group.size, group.name))  # type: ignore[no-any-return]
         stacked = _wait(_all_gather(x.unsqueeze(0).contiguous(), group.size, group.name))
         return stacked.movedim(0, a).flatten(a, a + 1)  # type: ignore[no-any-return]
     # Uneven: every rank pads its shard to the largest, gathers, and trims.
@@ -181,6 +183,8 @@ def _scatter_unbind(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -
 def _scatter_chunk(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
     if sizes is None:
         chunk = _need_divisible(x, b, group, "reduce_scatter")
+        if b == 0:  # the collective scatters dim 0 already
+            return _wait(_reduce_scatter(x.contiguous(), "sum", group.size, group.name))  # type: ignore[no-any-return]
         rows = torch.unflatten(x, b, (group.size, chunk)).movedim(b, 0).contiguous()
         return _wait(_reduce_scatter(rows, "sum", group.size, group.name)).squeeze(0)  # type: ignore[no-any-return]
     _need_sizes(sizes, x.shape[b], b, "reduce_scatter")
@@ -231,6 +235,9 @@ def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
 
     def impl(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
         n = group.size
+        if src_kind == "S" and dst_kind == "S" and a == 0 and b == 0:  # all_to_all_single as is
+            chunk = _need_divisible(x, 0, group, "all_to_all to S")
+            return _wait(_all_to_all(x.contiguous(), [chunk] * n, [chunk] * n, group.name))  # type: ignore[no-any-return]
         if dst_kind == "V":
             _need_axis_sized(x, b, group, "all_to_all to V")
             by_dest = x.movedim(b, 0)
@@ -394,18 +401,13 @@ class _Step(torch.autograd.Function):
     def forward(
         ctx: Any, x: torch.Tensor, prim: Prim, group: Group, a: int, b: int, extra: Any, extra_back: Any
     ) -> torch.Tensor:
-        ctx.prim = prim
-        ctx.group = group
-        ctx.dims = (a, b)
-        ctx.extras = (extra, extra_back)
+        ctx.saved = (prim, group, a, b, extra, extra_back)
         return prim.forward(x, group, a, b, extra)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        a, b = ctx.dims
-        extra, extra_back = ctx.extras
-        back = ctx.prim.backward
-        return (_apply(grad, back, ctx.group, b, a, extra_back, extra), None, None, None, None, None, None)
+        prim, group, a, b, extra, extra_back = ctx.saved
+        return (_apply(grad, prim.backward, group, b, a, extra_back, extra), None, None, None, None, None, None)
 
 
 _apply: Callable[[torch.Tensor, Prim, Group, int, int, Any, Any], torch.Tensor] = _Step.apply
