@@ -366,7 +366,9 @@ def ppermute(x: torch.Tensor, axis: AxisLike, perm: Sequence[tuple[int, int]]) -
         B  =>  A
         C      B
 
-    Every rank's ``x`` must have the same shape and dtype.
+    Every rank's ``x`` must have the same shape and dtype.  It runs as one
+    all-to-all in which each rank's only non-empty piece goes to its
+    destination (NCCL and gloo turn that into point-to-point transfers).
 
     Args:
         x: the local tensor; any layout.

@@ -27,16 +27,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, TypeAlias, Union
 
 import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 
-from spmd_types._errors import NoCurrentMeshError, UnknownAxisError
-
-if TYPE_CHECKING:
-    from typing_extensions import TypeAlias
+from spmd_types._errors import NoCurrentMeshError, SpmdRuntimeError, UnknownAxisError
 
 __all__ = [
     "AxisLike",
@@ -125,12 +122,16 @@ def per_rank(x: torch.Tensor, group: Group, fn: Callable[[torch.Tensor, int], to
     ``LocalTensorMode`` it is one call per simulated rank, each with that
     rank's index as a plain int, so ``fn`` may branch and index freely.
     """
-    if _HAVE_LOCAL_TENSOR and isinstance(x, _LocalTensor):
-        mode = _simulated()
-        if mode is not None:
-            index = group.index_map()
-            return mode.tensor_map(x, lambda r, t: fn(t, index[r]))  # type: ignore[no-any-return]
-    return fn(x, group.rank)
+    mode = _simulated()
+    if mode is None:
+        return fn(x, group.rank)
+    if not isinstance(x, _LocalTensor):
+        raise SpmdRuntimeError(
+            f"under LocalTensorMode the input must be a LocalTensor (one tensor per simulated rank), got a "
+            f"plain {type(x).__name__}: create it inside the mode, e.g. with mode.rank_map(lambda rank: ...)"
+        )
+    index = group.index_map()
+    return mode.tensor_map(x, lambda r, t: fn(t, index[r]))  # type: ignore[no-any-return]
 
 
 def local_tensors(x: torch.Tensor) -> dict[int, torch.Tensor] | None:

@@ -257,19 +257,26 @@ def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
 
 
 def _permute(x: torch.Tensor, group: Group, a: int, b: int, perm: Permutation) -> torch.Tensor:
-    n = group.size
-    dest, source, receives = perm
-    sends = [per_rank_int(group, tuple(int(dest[me] == k) for me in range(n))) for k in range(n)]
-    gets = [per_rank_int(group, tuple(int(source[me] == k) for me in range(n))) for k in range(n)]
+    # One exchange in which every rank sends its whole tensor (as one row) to one rank and
+    # receives one row from one rank: an all-to-all whose other pieces are empty, which
+    # NCCL and gloo run as point-to-point transfers.
+    sends, gets, receives = perm
     flat = x.contiguous().reshape(1, -1)
-    moved = _wait(_all_to_all(flat, gets, sends, group.name)).reshape(x.shape)
+    out_rows = [per_rank_int(group, column) for column in gets]
+    in_rows = [per_rank_int(group, column) for column in sends]
+    moved = _wait(_all_to_all(flat, out_rows, in_rows, group.name)).reshape(x.shape)
     if all(receives):
         return moved  # type: ignore[no-any-return]
     return per_rank(moved, group, lambda t, me: t if receives[me] else torch.zeros_like(t))
 
 
-Permutation = tuple[tuple[int, ...], tuple[int, ...], tuple[bool, ...]]
-"""``(dest, source, receives)``: a full permutation of the axis and who really receives."""
+Permutation = tuple[tuple[tuple[int, ...], ...], tuple[tuple[int, ...], ...], tuple[bool, ...]]
+"""``(sends, gets, receives)`` of a permutation completed to the whole axis.
+
+``sends[k][me]`` is 1 when rank ``me`` sends to rank ``k`` (else 0), ``gets[k][me]``
+is 1 when ``me`` receives from ``k``; ``receives[me]`` says whether ``me`` receives
+in the caller's (possibly partial) permutation.
+"""
 
 
 def permutation(pairs: Sequence[tuple[int, int]], n: int) -> tuple[Permutation, Permutation]:
@@ -308,8 +315,8 @@ def _complete(pairs: list[tuple[int, int]], n: int) -> Permutation:
     source = {d: s for s, d in dest.items()}
     real = {d for _, d in pairs}
     return (
-        tuple(dest[k] for k in range(n)),
-        tuple(source[k] for k in range(n)),
+        tuple(tuple(int(dest[me] == k) for me in range(n)) for k in range(n)),
+        tuple(tuple(int(source[me] == k) for me in range(n)) for k in range(n)),
         tuple(k in real for k in range(n)),
     )
 

@@ -189,3 +189,10 @@ def test_max_min_have_no_gradient(ctx, op) -> None:
         y.sum().backward()
     # detached statistics are fine
     spmd.all_reduce(x.detach(), "tp", src=V, dst=R, op=op)
+
+
+def test_plain_tensor_under_local_tensor_mode(ctx) -> None:
+    with ctx.disable():
+        plain = torch.ones(4)
+    with pytest.raises(SpmdRuntimeError, match="must be a LocalTensor"):
+        spmd.convert(plain, "tp", src=R, dst=V)
