@@ -104,12 +104,13 @@ def _need_axis_sized(x: torch.Tensor, dim: int, group: Group, why: str) -> None:
         )
 
 
-def _need_divisible(x: torch.Tensor, dim: int, group: Group, why: str) -> int:
+def _need_divisible(x: torch.Tensor, dim: int, group: Group, why: str, uneven: bool = True) -> int:
     length = x.shape[dim]
     if length % group.size:
+        hint = "pad it, or pass split_sizes= for an uneven split" if uneven else "pad it"
         raise ShapeError(
             f"{why}: dim {dim} of the input (size {length}) is not divisible by the size {group.size} "
-            f"of axis {group.label!r}; pad it, or pass split_sizes= for an uneven split"
+            f"of axis {group.label!r}; {hint}"
         )
     return length // group.size
 
@@ -236,7 +237,7 @@ def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
     def impl(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
         n = group.size
         if src_kind == "S" and dst_kind == "S" and a == 0 and b == 0:  # all_to_all_single as is
-            chunk = _need_divisible(x, 0, group, "all_to_all to S")
+            chunk = _need_divisible(x, 0, group, "all_to_all to S", uneven=False)
             return _wait(_all_to_all(x.contiguous(), [chunk] * n, [chunk] * n, group.name))  # type: ignore[no-any-return]
         if dst_kind == "V":
             _need_axis_sized(x, b, group, "all_to_all to V")
@@ -244,7 +245,7 @@ def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
             cat_dim = a - (b < a)  # the source shard dim, among the dims of one piece
         else:
             split = b - (src_kind == "V" and a < b)  # dst dim b, as a dim of the input
-            chunk = _need_divisible(x, split, group, "all_to_all to S")
+            chunk = _need_divisible(x, split, group, "all_to_all to S", uneven=False)
             by_dest = torch.unflatten(x, split, (n, chunk)).movedim(split, 0)
             cat_dim = a
         by_dest = by_dest.contiguous()
