@@ -242,9 +242,9 @@ def reduce_scatter(
     ``reduce_scatter(P -> V)``: the backward is ``all_gather(V -> R)``, which
     hands every rank the gradient of every entry it contributed to::
 
-                        G0
+                          G0
         [G0, G1, G2]  <=  G1
-                        G2
+                          G2
 
     ``reduce_scatter(P -> S(i))``: likewise ``all_gather(S(i) -> R)``::
 
