@@ -23,7 +23,7 @@ import torch
 
 from spmd_types._errors import CollectiveArgumentError, NotDifferentiableError
 from spmd_types._mesh import AxisLike, Group, resolve_axis
-from spmd_types._prims import Endpoint, check_dim, permutation, plan, run, shard_sizes
+from spmd_types._prims import Endpoint, Permutation, check_dim, permutation, plan, run, shard_sizes
 from spmd_types.typesystem.local_types import P, Shard, V
 
 __all__ = ["all_gather", "all_reduce", "all_to_all", "ppermute", "redistribute", "reduce_scatter"]
@@ -386,8 +386,21 @@ def ppermute(x: torch.Tensor, axis: AxisLike, perm: Sequence[tuple[int, int]]) -
     """
     group = resolve_axis(axis)
     steps = plan("ppermute", V, V, group)
-    forward, backward = permutation(perm, group.size)
-    return run(steps, x, group, 0, 0, forward, backward)
+    key = (group.size, *perm)
+    try:
+        plans = _PERMUTATIONS.get(key)
+        hashable = True
+    except TypeError:  # unhashable pairs: validated (and rejected) below
+        plans, hashable = None, False
+    if plans is None:
+        plans = permutation(perm, group.size)
+        if hashable and not torch.compiler.is_compiling() and len(_PERMUTATIONS) < 1024:
+            _PERMUTATIONS[key] = plans
+    return run(steps, x, group, 0, 0, plans[0], plans[1])
+
+
+# Validated permutations by (axis size, *pairs): a training step repeats the same few.
+_PERMUTATIONS: dict[tuple[object, ...], tuple[Permutation, Permutation]] = {}
 
 
 # -- redistribute ------------------------------------------------------------------

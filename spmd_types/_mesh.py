@@ -44,6 +44,7 @@ __all__ = [
     "per_rank",
     "resolve_axis",
     "set_current_mesh",
+    "simulated",
 ]
 
 AxisLike: TypeAlias = Union[str, dist.ProcessGroup, DeviceMesh]
@@ -62,7 +63,7 @@ except ImportError:  # pragma: no cover - older torch
     _HAVE_LOCAL_TENSOR = False
 
 
-def _simulated() -> Any:
+def simulated() -> Any:
     """The enabled ``LocalTensorMode``, or ``None`` when running real ranks."""
     if not _HAVE_LOCAL_TENSOR:
         return None
@@ -122,7 +123,7 @@ def per_rank(x: torch.Tensor, group: Group, fn: Callable[[torch.Tensor, int], to
     ``LocalTensorMode`` it is one call per simulated rank, each with that
     rank's index as a plain int, so ``fn`` may branch and index freely.
     """
-    mode = _simulated()
+    mode = simulated()
     if mode is None:
         return fn(x, group.rank)
     if not isinstance(x, _LocalTensor):
@@ -143,7 +144,7 @@ def local_tensors(x: torch.Tensor) -> dict[int, torch.Tensor] | None:
 
 def per_rank_int(group: Group, values: tuple[int, ...]) -> int | torch.SymInt:
     """``values[my index on the axis]``: an int, or a per-rank ``SymInt`` under ``LocalTensorMode``."""
-    mode = _simulated()
+    mode = simulated()
     if mode is None:
         return values[group.rank]
     index = group.index_map()
@@ -255,7 +256,7 @@ def axis_index(axis: AxisLike) -> int | torch.SymInt:
     not in ``if``/``bool()`` or as a Python index.
     """
     group = resolve_axis(axis)
-    mode = _simulated()
+    mode = simulated()
     if mode is None:
         return group.rank
     if type(axis) is str:

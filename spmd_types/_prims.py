@@ -49,7 +49,7 @@ import torch
 import torch.nn.functional as F
 
 from spmd_types._errors import CollectiveArgumentError, ShapeError
-from spmd_types._mesh import Group, per_rank, per_rank_int
+from spmd_types._mesh import Group, per_rank, per_rank_int, simulated
 from spmd_types.typesystem.collectives import CALLS, Transition, check_call, primitive_transitions, route
 from spmd_types.typesystem.collectives import backward as backward_transition
 from spmd_types.typesystem.local_types import I, LocalType, P, R, Shard, V
@@ -263,8 +263,13 @@ def _permute(x: torch.Tensor, group: Group, a: int, b: int, perm: Permutation) -
     # NCCL and gloo run as point-to-point transfers.
     sends, gets, receives = perm
     flat = x.contiguous().reshape(1, -1)
-    out_rows = [per_rank_int(group, column) for column in gets]
-    in_rows = [per_rank_int(group, column) for column in sends]
+    if simulated() is None:
+        me = group.rank
+        out_rows: list[int | torch.SymInt] = [column[me] for column in gets]
+        in_rows: list[int | torch.SymInt] = [column[me] for column in sends]
+    else:
+        out_rows = [per_rank_int(group, column) for column in gets]
+        in_rows = [per_rank_int(group, column) for column in sends]
     moved = _wait(_all_to_all(flat, out_rows, in_rows, group.name)).reshape(x.shape)
     if all(receives):
         return moved  # type: ignore[no-any-return]

@@ -174,9 +174,13 @@ def test_bad_reduce_op(ctx) -> None:
         ([(0, 4)], r"not in range\(4\)"),
         ([(0,)], r"\(source, destination\) pairs"),
         ([(0, True)], "not in range"),
+        ([[0, 1]], r"\(source, destination\) pairs"),
     ],
 )
 def test_bad_permutations(ctx, perm, pattern) -> None:
+    from spmd_types import _collectives
+
+    _collectives._PERMUTATIONS.clear()  # validated permutations are cached by value
     with pytest.raises(CollectiveArgumentError, match=pattern):
         spmd.ppermute(_t(ctx, 2), "tp", perm)
 
