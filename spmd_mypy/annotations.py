@@ -55,7 +55,6 @@ _SHARD_NAMES: Final = frozenset(
 )
 _AXIS_NAMES: Final = frozenset({"spmd_types.Axis", "spmd_types.typesystem.Axis",
                                 "spmd_types.typesystem.annotations.Axis"})
-_MARKER_SHORT_NAMES: Final = frozenset({"R", "I", "V", "P", "S", "Shard", "Axis"})
 
 
 class _Bad(Exception):
@@ -87,7 +86,8 @@ def analyze(ctx: AnalyzeTypeContext, encoder: Encoder, options: PluginOptions, i
 
 
 def _could_be_ours(item: Type) -> bool:
-    return isinstance(item, UnboundType) and item.name.rpartition(".")[2] in _MARKER_SHORT_NAMES
+    # Markers are names (possibly imported under another name); literals never are.
+    return isinstance(item, UnboundType) and item.original_str_expr is None
 
 
 def _read_metadata(ctx: AnalyzeTypeContext, metadata: list[Type], is_alias_form: bool) -> SpmdType | str | None:

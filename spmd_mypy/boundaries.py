@@ -20,6 +20,7 @@ from typing import Final
 from mypy.nodes import ARG_POS, Context, Decorator, Expression, FuncDef, TypeInfo
 from mypy.plugin import CheckerPluginInterface
 from mypy.types import (
+    AnyType,
     CallableType,
     FunctionLike,
     Instance,
@@ -27,11 +28,12 @@ from mypy.types import (
     TupleType,
     Type,
     TypeAliasType,
+    TypeOfAny,
     UnionType,
     get_proper_type,
 )
 
-from spmd_mypy.compat import declared_return_type
+from spmd_mypy.compat import declared_return_type, is_declaration
 from spmd_mypy.encoding import AXIS_GROUP, SPMD_PARAMETER, SPMD_TENSOR, Divergent, Encoder
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
@@ -41,7 +43,7 @@ __all__ = [
     "MODULE",
     "AUTOGRAD_FUNCTION",
     "check_arguments",
-    "fit_return",
+    "fit_declared",
     "forward_signature",
     "has_spmd",
     "relax",
@@ -71,21 +73,25 @@ def has_spmd(typ: Type, seen: frozenset[TypeAliasType] = frozenset()) -> bool:
 
 
 def relax(signature: CallableType) -> CallableType:
-    """``signature`` with SPMD parameter types replaced by their plain classes."""
-    return signature.copy_modified(arg_types=[_plain(t) for t in signature.arg_types])
+    """``signature`` with SPMD parameter types replaced by their plain classes.
+
+    Inside a container (``list[...]``, invariant in mypy) they become ``Any``,
+    so that a list of SPMD-typed tensors still matches.
+    """
+    return signature.copy_modified(arg_types=[_plain(t, nested=False) for t in signature.arg_types])
 
 
-def _plain(typ: Type) -> Type:
+def _plain(typ: Type, nested: bool) -> Type:
     proper = get_proper_type(typ)
     if isinstance(proper, Instance):
         if proper.type.fullname in _TYPED:
-            return proper.type.bases[0]
+            return AnyType(TypeOfAny.special_form) if nested else proper.type.bases[0]
         if proper.args:
-            return proper.copy_modified(args=[_plain(a) for a in proper.args])
+            return proper.copy_modified(args=[_plain(a, nested=True) for a in proper.args])
     if isinstance(proper, UnionType):
-        return UnionType([_plain(t) for t in proper.items])
+        return UnionType([_plain(t, nested) for t in proper.items])
     if isinstance(proper, TupleType):
-        return proper.copy_modified(items=[_plain(t) for t in proper.items])
+        return proper.copy_modified(items=[_plain(t, nested=True) for t in proper.items])
     return typ
 
 
@@ -168,28 +174,47 @@ def _compare_groups(have: ProperType, want: Instance) -> list[Violation]:
     return [Violation(Code.AXIS, None, reason)]
 
 
-def report_divergent(session: Session, api: CheckerPluginInterface, expr: Expression, found: Divergent) -> None:
+def report_divergent(
+    session: Session, api: CheckerPluginInterface, expr: Expression, found: Divergent, *, operator: bool = False
+) -> None:
     """A value whose SPMD type depends on the branch taken: an error unless declared."""
     types = " or ".join(t.describe() for t in found.types)
-    reason = (f"{spell(expr)!s} has SPMD type {types} depending on the branch taken; "
-              f"make the branches agree, or declare the variable with one type")
-    session.reporter.violations(api, [Violation(Code.BRANCH, None, reason)], expr, "value")
+    reason = (f"has SPMD type {types} depending on the branch taken; "
+              f"make the branches agree, or declare it with one type")
+    session.reporter.violations(api, [Violation(Code.BRANCH, None, reason)], expr, f'"{spell(expr)}"',
+                                operator=operator)
 
 
-def fit_return(session: Session, api: CheckerPluginInterface, result: Type, context: Context) -> Type:
-    """Check ``return <call>`` against the declared return type; the type to give the call.
+def fit_declared(
+    session: Session, api: CheckerPluginInterface, result: Type, context: Context, *, operator: bool = False
+) -> Type:
+    """Check a computed value against the declared type it goes into; the type to give it.
 
-    Only a call that is itself the returned expression is checked (its type
-    context is the declared return type).  The declared type is given back so
-    that mypy's own check, which knows neither unknown axes nor shards, agrees.
+    That is the case when the expression is returned (its type context is the
+    declared return type) or assigned to a variable or parameter with an SPMD
+    annotation (its type context is that declaration).  A variable whose type
+    was inferred is not a declaration: it may be re-bound to any type.  The
+    declared type is given back, so that mypy's own check (which knows
+    neither unknown axes nor shards) agrees.
     """
     expected = api.type_context[-1] if api.type_context else None
-    if expected is None or expected is not declared_return_type(api):
+    if expected is None:
+        return result
+    if expected is declared_return_type(api):
+        where = "return value"
+    elif _is_declaration(expected):
+        where = "value of a declared type"
+    else:
         return result
     declared, value = Encoder.read(expected), Encoder.read(result)
     if not isinstance(declared, SpmdType) or not isinstance(value, SpmdType):
         return result
     violations = check_fits(value, declared)
     value_name = spell(context) if isinstance(context, Expression) else "x"
-    session.reporter.violations(api, violations, context, "return value", value=value_name)
+    session.reporter.violations(api, violations, context, where, value=value_name, operator=operator)
     return expected
+
+
+def _is_declaration(typ: Type) -> bool:
+    proper = get_proper_type(typ)
+    return isinstance(proper, Instance) and proper.type.fullname in _TYPED and is_declaration(proper)

@@ -25,7 +25,7 @@ from mypy.nodes import (
 from mypy.plugin import FunctionContext
 from mypy.types import Instance, LiteralType, Type, get_proper_type
 
-from spmd_mypy.boundaries import fit_return
+from spmd_mypy.boundaries import fit_declared
 from spmd_mypy.compat import expression_type, final_str_value
 from spmd_mypy.encoding import TENSOR_CLASS, Encoder
 from spmd_mypy.report import spell
@@ -79,6 +79,9 @@ def check_collective(session: Session, ctx: FunctionContext, call: str) -> Type:
         session.reporter.violations(ctx.api, [Violation(Code.AXIS, None, reason)], ctx.context, where)
         return _typed(session, ctx, x_type, UNKNOWN if have is not None else None)
     src, dst = _endpoint(args.get("src")), _endpoint(args.get("dst"))
+    spec = CALLS[call]
+    if (src is None and spec.src_default is None) or (dst is None and spec.dst_default is None):
+        return ctx.default_return_type  # a missing required argument: mypy reports it
     if isinstance(src, _Unreadable) or isinstance(dst, _Unreadable):
         # Written as a variable: the call cannot be checked, and its result is unknown on the axis.
         result = have.with_axis(axis, None) if have is not None and have.default is None else UNKNOWN
@@ -118,7 +121,7 @@ def _typed(session: Session, ctx: FunctionContext, x_type: Type, result: SpmdTyp
     if not (isinstance(base, Instance) and base.type.has_base(TENSOR_CLASS)):
         return ctx.default_return_type
     typed = session.encoder(ctx.api).tensor(result, base, inferred=True) or ctx.default_return_type
-    return fit_return(session, ctx.api, typed, ctx.context)
+    return fit_declared(session, ctx.api, typed, ctx.context)
 
 
 def _by_name(ctx: FunctionContext) -> dict[str, tuple[Expression, Type]]:

@@ -11,6 +11,8 @@ of crashing.  Supported: mypy 2.0 to 2.4 (tested on the oldest and newest).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Final
 
 from mypy.checker import TypeChecker
@@ -25,14 +27,18 @@ __all__ = [
     "declared_return_type",
     "expression_type",
     "final_str_value",
+    "is_declaration",
     "lookup_type_info",
     "lookup_type_name",
+    "past_speculation",
     "read_side_channel",
     "with_side_channel",
 ]
 
-# The attribute name under which an SPMD-typed Instance carries its full type text.
+# Attribute names under which an SPMD-typed Instance carries its full type text,
+# and whether it is a declaration (from an annotation) rather than a computed value.
 _SIDE_CHANNEL: Final = "__spmd_type__"
+_DECLARED: Final = "__spmd_declared__"
 
 
 def lookup_type_info(modules: dict[str, MypyFile] | None, fullname: str) -> TypeInfo | None:
@@ -110,10 +116,18 @@ def read_side_channel(instance: Instance) -> str | None:
     return None
 
 
-def with_side_channel(instance: Instance, text: str, str_type: Instance) -> Instance:
-    """``instance`` carrying ``text`` in its side channel."""
-    instance.extra_attrs = ExtraAttrs({_SIDE_CHANNEL: LiteralType(text, str_type)}, set(), None)
+def with_side_channel(instance: Instance, text: str, str_type: Instance, declared: bool) -> Instance:
+    """``instance`` carrying ``text``, and whether it is a declaration, in its side channel."""
+    attrs: dict[str, Type] = {_SIDE_CHANNEL: LiteralType(text, str_type)}
+    if declared:
+        attrs[_DECLARED] = LiteralType(True, str_type)
+    instance.extra_attrs = ExtraAttrs(attrs, set(), None)
     return instance
+
+
+def is_declaration(instance: Instance) -> bool:
+    """Whether an SPMD-typed Instance came from an annotation (see :func:`with_side_channel`)."""
+    return instance.extra_attrs is not None and _DECLARED in instance.extra_attrs.attrs
 
 
 def bind_method(method: FunctionLike, receiver: Instance) -> FunctionLike:
@@ -132,3 +146,26 @@ def expression_type(api: CheckerPluginInterface, expr: Expression) -> Type | Non
         return None
     found: Type | None = lookup(expr)
     return found
+
+
+@contextmanager
+def past_speculation(api: CheckerPluginInterface) -> Iterator[None]:
+    """Errors reported inside are kept even where mypy is only trying an operator.
+
+    mypy checks ``a - b`` by trying ``a.__sub__(b)`` and then ``b.__rsub__(a)``,
+    each under an error filter, and when every attempt fails it keeps only the
+    first attempt's errors: an error reported from ``__rsub__`` (``1.0 - p``)
+    would be lost, and an error from ``__sub__`` would make mypy give up on the
+    result.  SPMD errors are not reasons to try another operator method, so the
+    plugin reports them with the filters suspended.
+    """
+    errors = api.msg.errors
+    watchers = getattr(errors, "_watchers", None)
+    if watchers is None:
+        yield
+        return
+    errors._watchers = []
+    try:
+        yield
+    finally:
+        errors._watchers = watchers

@@ -12,10 +12,15 @@ are interchangeable and the literals are what mypy compares; the full type
 (shard dims, constants) rides along in a side channel (see
 :func:`spmd_mypy.compat.read_side_channel`) and is what the plugin reads.
 
-Values computed by the plugin also carry ``| Any`` in the argument: a variable
-inferred from one value can then be re-bound to a value of another SPMD type,
-as in ``h = all_reduce(h, ...)``, without mypy reporting a redefinition, while
-the literal part still fails against a declaration it contradicts.
+A variable inferred from one value is re-bound to a value of another SPMD
+type all the time (``h = all_reduce(h, ...)``).  With mypy's
+``allow_redefinition`` (recommended) mypy re-types it, and a variable whose
+type differs between branches becomes a union the plugin reports.  Without
+it, mypy would reject the re-binding, so values computed by the plugin are
+written ``SpmdTensor[Any]`` with their type in the side channel only: ops,
+calls and ``return <call>`` are still checked exactly by the plugin, but mypy
+no longer compares a returned or assigned *variable* with its declaration, and
+a difference between branches goes unseen.
 """
 
 from __future__ import annotations
@@ -75,9 +80,10 @@ class Divergent:
 class Encoder:
     """Builds and reads SPMD-typed mypy types; needs the loaded modules to find the phantoms."""
 
-    def __init__(self, modules: dict[str, MypyFile] | None, str_type: Instance) -> None:
+    def __init__(self, modules: dict[str, MypyFile] | None, str_type: Instance, rebindable: bool = True) -> None:
         self._modules = modules
         self._str = str_type
+        self._rebindable = rebindable
 
     # -- reading -----------------------------------------------------------------
 
@@ -111,8 +117,9 @@ class Encoder:
     def tensor(self, spmd: SpmdType, base: Instance, *, inferred: bool) -> Instance | None:
         """``base`` (a tensor instance) carrying ``spmd``; ``None`` if the phantoms are not loaded.
 
-        ``inferred`` marks a value computed by the plugin (adds ``| Any``, see the
-        module docstring); declarations are exact.
+        ``inferred`` marks a value computed by the plugin, which is written
+        ``SpmdTensor[Any]`` where variables cannot be re-typed (see the module
+        docstring); declarations are always exact.
         """
         name = SPMD_PARAMETER if base.type.has_base(PARAMETER_CLASS) else SPMD_TENSOR
         info = lookup_type_info(self._modules, name)
@@ -123,10 +130,11 @@ class Encoder:
             for axis, kind in spmd.items()
             if not isinstance(kind, Constant)
         ]
-        if inferred or not items:
-            items.append(AnyType(TypeOfAny.special_form))
-        arg = items[0] if len(items) == 1 else UnionType(items)
-        return with_side_channel(Instance(info, [arg]), str(spmd), self._str)
+        if not items or (inferred and self._rebindable):
+            arg: Type = AnyType(TypeOfAny.special_form)
+        else:
+            arg = items[0] if len(items) == 1 else UnionType(items)
+        return with_side_channel(Instance(info, [arg]), str(spmd), self._str, declared=not inferred)
 
     def axis_group(self, axis: str) -> Instance | None:
         """``AxisGroup[Literal[axis]]``, the type of a process group of mesh axis ``axis``."""

@@ -13,26 +13,26 @@ from typing import Final
 
 from mypy.nodes import CallExpr, Context, Expression, IndexExpr, MemberExpr, OpExpr, UnaryExpr
 from mypy.plugin import AttributeContext, FunctionContext, MethodContext
-from mypy.types import Type
+from mypy.types import AnyType, Type, get_proper_type
 
-from spmd_mypy.boundaries import fit_return, report_divergent
+from spmd_mypy.boundaries import fit_declared, report_divergent
 from spmd_mypy.compat import expression_type
-from spmd_mypy.encoding import PARAMETER_CLASS, SPMD_PARAMETER, SPMD_TENSOR, TENSOR_CLASS, Encoder
+from spmd_mypy.encoding import PARAMETER_CLASS, SPMD_PARAMETER, SPMD_TENSOR, TENSOR_CLASS, Divergent, Encoder
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.values import Arguments, contains_tensor, read_arguments, with_result
 from spmd_types.typesystem import (
+    UNKNOWN,
     Code,
     Operand,
     OpRule,
-    Result,
     SpmdType,
     apply_op,
     check_backward,
     check_fits,
     lookup,
 )
-from spmd_types.typesystem.ops import display_name
+from spmd_types.typesystem.ops import OPERATOR_SYMBOLS, display_name
 
 __all__ = ["TENSOR_RECEIVERS", "TENSOR_PROPERTIES", "public_function_name", "check_function", "check_method",
            "check_property"]
@@ -80,12 +80,20 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
     name = f"torch.Tensor.{method}"
     rule = lookup(name)
     receiver = _receiver(ctx.context, method)
+    operator = method in OPERATOR_SYMBOLS
+    # mypy checks an operator on a union (a variable typed differently by branch)
+    # one member at a time; the union itself is on the receiver expression.
+    whole = expression_type(ctx.api, receiver) if operator and receiver is not None else None
+    divergent = Encoder.read(whole) if whole is not None else None
+    if isinstance(divergent, Divergent) and receiver is not None:
+        report_divergent(session, ctx.api, receiver, divergent, operator=True)
+        return with_result(session.encoder(ctx.api), ctx.default_return_type, UNKNOWN)
     names = ctx.callee_arg_names
     if method.startswith("__") and not any(names):
         # mypy passes no parameter names for operators; torch's signatures name them so.
         names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
     arguments = read_arguments(ctx.api, rule, names, ctx.arg_types, ctx.args, (ctx.type, receiver))
-    return _apply(session, ctx, name, rule, arguments)
+    return _apply(session, ctx, name, rule, arguments, operator=operator)
 
 
 def check_property(session: Session, ctx: AttributeContext, attribute: str) -> Type:
@@ -100,16 +108,28 @@ def check_property(session: Session, ctx: AttributeContext, attribute: str) -> T
 
 
 def _apply(
-    session: Session, ctx: FunctionContext | MethodContext, name: str, rule: OpRule, arguments: Arguments
+    session: Session,
+    ctx: FunctionContext | MethodContext,
+    name: str,
+    rule: OpRule,
+    arguments: Arguments,
+    operator: bool = False,
 ) -> Type:
     default = ctx.default_return_type
-    constant = rule.result in (Result.WEAK, Result.ZERO) and session.uses_spmd(ctx.api)
-    if not (arguments.typed or constant) or not contains_tensor(default):
+    # Outside modules that use SPMD types, only values that already have one are followed.
+    if not (arguments.typed or session.uses_spmd(ctx.api)):
         return default
+    returns_tensor = contains_tensor(default)
+    untyped = isinstance(get_proper_type(default), AnyType)  # a torch method without annotations
+    if not (rule.inplace or returns_tensor or untyped):
+        return default  # size(), item(), and the like
     for expr, found in arguments.divergent:
-        report_divergent(session, ctx.api, expr, found)
+        report_divergent(session, ctx.api, expr, found, operator=operator)
     outcome = apply_op(rule, arguments.operands, arguments.passed)
-    session.reporter.violations(ctx.api, outcome.violations, ctx.context, display_name(name), arguments.spelled)
+    session.reporter.violations(ctx.api, outcome.violations, ctx.context, display_name(name), arguments.spelled,
+                                operator=operator)
+    if not returns_tensor:
+        return default
     result = outcome.result
     out = arguments.expressions.get("out")
     out_type = expression_type(ctx.api, out) if out is not None else None
@@ -118,7 +138,7 @@ def _apply(
         writes = check_fits(result, target, code=Code.INPLACE)
         session.reporter.violations(ctx.api, writes, out, f"{display_name(name)}(out=...)", value=spell(out))
     typed = with_result(session.encoder(ctx.api), default, result)
-    return fit_return(session, ctx.api, typed, ctx.context)
+    return fit_declared(session, ctx.api, typed, ctx.context, operator=operator)
 
 
 def _backward(session: Session, ctx: MethodContext) -> Type:

@@ -215,7 +215,7 @@ class SpmdPlugin(Plugin):
         if declared is not None:
             boundaries.check_arguments(self._session, ctx.api, declared, ctx.arg_types, ctx.args, ctx.context,
                                        callee)
-        return boundaries.fit_return(self._session, ctx.api, ctx.default_return_type, ctx.context)
+        return boundaries.fit_declared(self._session, ctx.api, ctx.default_return_type, ctx.context)
 
     # -- plumbing --------------------------------------------------------------------
 

@@ -12,9 +12,21 @@ from collections.abc import Callable, Sequence
 from typing import Final, TypeVar
 
 from mypy.errorcodes import ErrorCode
-from mypy.nodes import CallExpr, Context, Expression, IndexExpr, MemberExpr, NameExpr
+from mypy.nodes import (
+    CallExpr,
+    Context,
+    Expression,
+    FloatExpr,
+    IndexExpr,
+    IntExpr,
+    MemberExpr,
+    NameExpr,
+    OpExpr,
+    UnaryExpr,
+)
 from mypy.plugin import CheckerPluginInterface
 
+from spmd_mypy.compat import past_speculation
 from spmd_types.typesystem import Code, Violation
 
 __all__ = ["ANNOTATION", "CODES", "INTERNAL", "Reporter", "spell"]
@@ -39,6 +51,12 @@ def spell(expr: Expression) -> str:
         return f"{spell(expr.callee)}(...)"
     if isinstance(expr, IndexExpr):
         return f"{spell(expr.base)}[...]"
+    if isinstance(expr, OpExpr):
+        return f"{spell(expr.left)} {expr.op} {spell(expr.right)}"
+    if isinstance(expr, UnaryExpr):
+        return f"{expr.op}{spell(expr.expr)}"
+    if isinstance(expr, (IntExpr, FloatExpr)):
+        return str(expr.value)
     return "x"
 
 
@@ -56,8 +74,20 @@ class Reporter:
         where: str,
         operand_names: Sequence[str] = (),
         value: str = "x",
+        *,
+        operator: bool = False,
     ) -> None:
-        """Report each violation at ``context``; ``where`` names the op or boundary."""
+        """Report each violation at ``context``; ``where`` names the op or boundary.
+
+        ``operator`` marks a hook of an operator dunder, which mypy runs under
+        an error filter (see :func:`spmd_mypy.compat.past_speculation`).
+        """
+        if not violations:
+            return
+        if operator:
+            with past_speculation(api):
+                self.violations(api, violations, context, where, operand_names, value)
+            return
         for violation in violations:
             message = violation.render(where, tuple(operand_names), value)
             api.fail(message, context, code=CODES[violation.code])

@@ -34,7 +34,8 @@ class Session:
     relaxed: dict[Context, CallableType | None] = field(default_factory=dict)
 
     def encoder(self, api: CheckerPluginInterface) -> Encoder:
-        return Encoder(self.modules, api.named_generic_type("builtins.str", []))
+        rebindable = not api.options.allow_redefinition
+        return Encoder(self.modules, api.named_generic_type("builtins.str", []), rebindable)
 
     def uses_spmd(self, api: CheckerPluginInterface) -> bool:
         return api.path in self.spmd_paths

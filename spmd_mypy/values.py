@@ -72,7 +72,8 @@ def read_arguments(
         param = canonical_param(name or "")
         for typ, expr in zip(types, exprs):
             out.expressions.setdefault(param, expr)
-            _read_value(api, out, param, typ, expr, mentioned)
+            if param != "out":  # the tensor written to, not an operand
+                _read_value(api, out, param, typ, expr, mentioned)
     return out
 
 

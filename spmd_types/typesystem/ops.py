@@ -23,7 +23,8 @@ element: each element is its own summand, or, for rules with
 ``sequence_product``, a factor of one product (``einsum``).
 
 Keys are public names: ``torch.add``, ``torch.Tensor.add``,
-``torch.Tensor.__add__``, ``torch.Tensor.T``, ``torch.nn.functional.linear``.
+``torch.Tensor.__add__``, ``torch.Tensor.T``, ``torch.nn.functional.linear``,
+and ``torch.nn.Parameter`` for the constructor.
 """
 
 from __future__ import annotations
@@ -286,6 +287,11 @@ _INPLACE_VARIANTS: Final = (
 )
 
 
+_CLASSES: Final[dict[str, OpRule]] = {
+    "torch.nn.Parameter": _linear("data"),
+}
+
+
 def _build() -> dict[str, OpRule]:
     table: dict[str, OpRule] = {}
     for name, rule in _FUNCTION_AND_METHOD.items():
@@ -297,6 +303,7 @@ def _build() -> dict[str, OpRule]:
         table[f"torch.Tensor.{name}"] = rule
     for name, rule in _FUNCTIONAL.items():
         table[f"torch.nn.functional.{name}"] = rule
+    table.update(_CLASSES)
     # In-place method variants (``add_``) follow their out-of-place rule.
     for name in _INPLACE_VARIANTS:
         table[f"torch.Tensor.{name}_"] = table[f"torch.Tensor.{name}"]

@@ -28,8 +28,9 @@ SOURCES = {
     "torch": ["_C/_VariableFunctions.pyi", "functional.py", "_C/_nn.pyi"],
     "torch.Tensor": ["_C/__init__.pyi", "_tensor.py"],
     "torch.nn.functional": ["nn/functional.pyi", "nn/functional.py", "_C/_nn.pyi", "_C/_VariableFunctions.pyi"],
+    "torch.nn": ["nn/parameter.pyi", "nn/parameter.py"],
 }
-CLASSES = {"torch.Tensor": {"TensorBase", "Tensor"}}
+CLASSES = {"torch.Tensor": {"TensorBase", "Tensor"}, "torch.nn": {"Parameter"}}
 
 
 @cache
@@ -56,6 +57,8 @@ def signatures(namespace: str) -> dict[str, list[set[str]]]:
 
 
 def _split(name: str) -> tuple[str, str]:
+    if name == "torch.nn.Parameter":  # a constructor: its parameters are those of __new__
+        return "torch.nn", "__new__"
     for namespace in ("torch.nn.functional", "torch.Tensor"):
         if name.startswith(namespace + "."):
             return namespace, name[len(namespace) + 1:]

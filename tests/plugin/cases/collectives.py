@@ -1,0 +1,71 @@
+"""SPEC 2.2: collectives and casts, src/dst checks, the axis, the result type."""
+from typing import Annotated, Final
+
+from torch import Tensor
+from torch.distributed import ProcessGroup
+
+import spmd_types as spmd
+from spmd_types import I, P, R, S, V, Axis, all_gather, all_reduce, all_to_all, convert, reduce_scatter, reinterpret
+
+TP: Final = "tp"
+
+
+def reductions(p: Annotated[Tensor, P["tp"], R["dp"]], v: Annotated[Tensor, V["tp"]]) -> None:
+    reveal_type(all_reduce(p, "tp", dst=R))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:R']]
+    reveal_type(all_reduce(p, "tp", src=P, dst=I))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:I']]
+    reveal_type(all_reduce(v, "tp", dst=R))  # N: SpmdTensor[Literal['tp:R']]
+    reveal_type(all_reduce(v, "tp", src=V, dst=R, op="max"))  # N: SpmdTensor[Literal['tp:R']]
+    reveal_type(reduce_scatter(p, "tp"))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:V']]
+    reveal_type(reduce_scatter(p, "tp", dst=S(0)))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:V']]
+    a = all_reduce(p, "tp")  # E: [call-arg] Missing named argument "dst"
+    b = all_reduce(p, "tp", dst=V)  # E: [spmd-collective] all_reduce does not accept src=P, dst=V; fix: reduce_scatter(p, "tp", src=P, dst=V)
+    c = all_reduce(all_reduce(p, "tp", dst=R), "tp", dst=R)  # E: [spmd-collective] the input is R but all_reduce was told src=P
+    d = all_reduce(p, "dp", dst=R)  # E: [spmd-collective] on axis 'dp': the input is R
+    e = reduce_scatter(p, "tp", dst=R)  # E: [spmd-collective] reduce_scatter does not accept src=P, dst=R
+
+
+def gathers(v: Annotated[Tensor, V["tp"]], s: Annotated[Tensor, S["tp", 1]], r: Annotated[Tensor, R["tp"]]) -> None:
+    reveal_type(all_gather(v, "tp", dst=R))  # N: SpmdTensor[Literal['tp:R']]
+    reveal_type(all_gather(s, "tp", src=S(1), dst=I))  # N: SpmdTensor[Literal['tp:I']]
+    a = all_gather(s, "tp", src=S(0), dst=R)  # E: [spmd-collective] the input is S(1) but all_gather was told src=S(0) (sharded along another dim)
+    b = all_gather(v, "tp")  # E: [call-arg] Missing named argument "dst"
+    c = all_gather(r, "tp", dst=R)  # E: [spmd-collective] the input is R but all_gather was told src=V; every rank would contribute the same data
+    d = all_gather(s, "tp", dst=R)  # OK
+
+
+def all_to_alls(v: Annotated[Tensor, V["ep"]], r: Annotated[Tensor, R["ep"]], s: Annotated[Tensor, S["sp", 1]]) -> None:
+    reveal_type(all_to_all(v, "ep"))  # N: SpmdTensor[Literal['ep:V']]
+    reveal_type(all_to_all(s, "sp", src=S(1), dst=S(2)))  # N: SpmdTensor[Literal['sp:V']]
+    a = all_to_all(r, "ep")  # E: [spmd-collective] the input is R but all_to_all was told src=V; every rank would contribute the same data; fix: convert(r, "ep", src=R, dst=V)
+    b = all_to_all(v, "ep", dst=R)  # E: [spmd-collective] all_to_all does not accept src=V, dst=R
+    c = spmd.ppermute(v, "ep", [(0, 1), (1, 0)])  # OK
+    d = spmd.ppermute(r, "ep", [(0, 1), (1, 0)])  # E: [spmd-collective] the input is R but ppermute was told src=V
+
+
+def casts(i: Annotated[Tensor, I["tp"]], r: Annotated[Tensor, R["tp"]], v: Annotated[Tensor, V["tp"]]) -> None:
+    reveal_type(reinterpret(i, "tp", src=I, dst=R))  # N: SpmdTensor[Literal['tp:R']]
+    reveal_type(convert(i, "tp", src=I, dst=R))  # N: SpmdTensor[Literal['tp:R']]
+    reveal_type(reinterpret(v, "tp", src=V, dst=P))  # N: SpmdTensor[Literal['tp:P']]
+    reveal_type(convert(r, "tp", src=R, dst=S(0)))  # N: SpmdTensor[Literal['tp:V']]
+    reveal_type(convert(r, "tp", src=R, dst=P))  # N: SpmdTensor[Literal['tp:P']]
+    reveal_type(convert(i, "tp", src=I, dst=P))  # N: SpmdTensor[Literal['tp:P']]
+    reveal_type(reinterpret(i, "tp", src=I, dst=V))  # N: SpmdTensor[Literal['tp:V']]
+    reveal_type(spmd.redistribute(v, "tp", src=V, dst=R))  # N: SpmdTensor[Literal['tp:R']]
+    a = reinterpret(i, "tp", src=I, dst=P)  # E: [spmd-collective] reinterpret does not accept src=I, dst=P; fix: convert(i, "tp", src=I, dst=P)
+    b = convert(v, "tp", src=V, dst=R)  # E: [spmd-collective] convert does not accept src=V, dst=R; fix: all_gather(v, "tp", src=V, dst=R)
+    c = convert(r, "tp", src=I, dst=R)  # E: [spmd-collective] the input is R but convert was told src=I
+    d = reinterpret(v, "tp", dst=P)  # E: [call-arg] Missing named argument "src"
+    e = convert(r, "tp", src=R, dst=I)  # OK
+
+
+def axis_forms(p: Annotated[Tensor, P["tp"]], g: Annotated[ProcessGroup, Axis["tp"]], h: ProcessGroup, name: str) -> None:
+    reveal_type(all_reduce(p, TP, dst=R))  # N: SpmdTensor[Literal['tp:R']]
+    reveal_type(all_reduce(p, g, dst=R))  # N: SpmdTensor[Literal['tp:R']]
+    a = all_reduce(p, h, dst=R)  # E: [spmd-axis] cannot tell which mesh axis this is
+    b = all_reduce(p, name, dst=R)  # E: [spmd-axis] cannot tell which mesh axis this is
+
+
+def dynamic_markers(p: Annotated[Tensor, P["tp"], R["dp"]], dst: spmd.LocalType) -> None:
+    reveal_type(all_reduce(p, "tp", dst=dst))  # N: SpmdTensor[Literal['dp:R']]
+    reveal_type(spmd.assert_type(p, P["tp"], R["dp"]))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:P']]
+    e = spmd.assert_type(p, R["tp"])  # E: [spmd-boundary] assert_type on axis 'tp': expected R, got P

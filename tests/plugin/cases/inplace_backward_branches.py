@@ -1,0 +1,54 @@
+"""In-place writes keep their target's type; the loss.backward() rule; types that differ by branch."""
+from typing import Annotated
+
+import torch
+from torch import Tensor
+
+from spmd_types import I, P, R, V, all_reduce, reinterpret
+
+
+def inplace(r: Annotated[Tensor, R["tp"]], v: Annotated[Tensor, V["tp"]], p: Annotated[Tensor, P["tp"]],
+            q: Annotated[Tensor, P["tp"]]) -> None:
+    r.add_(r)  # OK
+    r.add_(v)  # E: [spmd-inplace] .add_ on axis 'tp': writes a V value into a R tensor
+    r += v  # E: [spmd-inplace] += on axis 'tp': writes a V value into a R tensor
+    p += q  # OK
+    p += 1  # E: [spmd-partial] P plus a non-partial term
+    r.copy_(v)  # E: [spmd-inplace] writes a V value into a R tensor
+    p.zero_()  # OK
+    p.fill_(1.0)  # E: [spmd-inplace] writes a weak value into a P tensor
+    r[0] = v[0]  # E: [spmd-inplace] writes a V value into a R tensor
+    p[0] = q[1]  # OK
+    torch.add(r, r, out=v)  # E: [spmd-inplace] torch.add(out=...) on axis 'tp': writes a R value into a V tensor
+
+
+def losses(p: Annotated[Tensor, P["dp"]], r: Annotated[Tensor, R["dp"]], v: Annotated[Tensor, V["dp"]],
+           i: Annotated[Tensor, I["dp"]]) -> None:
+    p.sum().backward()  # OK
+    i.backward()  # OK
+    r.backward()  # E: [spmd-backward] r.backward() on axis 'dp': the loss is R, so every rank seeds a gradient of 1 and it is counted once per rank; fix: convert(r, "dp", src=R, dst=P)
+    v.mean().backward()  # E: [spmd-backward] say how the ranks' losses combine; fix: reinterpret(v.mean(...), "dp", src=V, dst=P)
+    r.backward(torch.ones(1))  # OK
+    reinterpret(v.sum(), "dp", src=V, dst=P).backward()  # OK
+    all_reduce(v.sum(), "dp", dst=R).backward()  # E: [spmd-backward] the loss is R
+
+
+def branches(p: Annotated[Tensor, P["tp"]], flag: bool) -> Annotated[Tensor, R["tp"]]:
+    h = p * 2
+    if flag:
+        h = all_reduce(h, "tp", dst=R)
+    y = h + 1  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
+    return h  # E: [return-value] Incompatible return value type
+
+
+def declared_branches(p: Annotated[Tensor, P["tp"]], flag: bool) -> Annotated[Tensor, R["tp"]]:
+    h: Annotated[Tensor, R["tp"]] = all_reduce(p, "tp", dst=R)
+    if flag:
+        h = h * 2
+    return h + 1  # OK
+
+
+def loops(x: Annotated[Tensor, R["tp"]], w: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    for _ in range(3):
+        x = x @ w
+    return x  # OK

@@ -1,0 +1,26 @@
+"""SPEC 2.1, non-linear ops, and ops missing from the op table, reject P."""
+from typing import Annotated
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from spmd_types import P, R, Spmd, V
+
+Pt = Spmd[Tensor, "tp:P"]
+
+
+def nonlinear(p: Pt, r: Annotated[Tensor, R["tp"]]) -> None:
+    a = torch.exp(p)  # E: [spmd-partial] torch.exp on axis 'tp': P (a pending sum) through a non-linear op
+    b = F.relu(p)  # E: [spmd-partial] torch.nn.functional.relu
+    c = p.pow(2)  # E: [spmd-partial] .pow
+    d = p ** 2  # E: [spmd-partial] **
+    e = p.abs()  # E: [spmd-partial] .abs
+    f = p.max()  # E: [spmd-partial] .max
+    g = torch.softmax(p, -1)  # E: [spmd-partial] torch.softmax
+    h = p.norm()  # E: [spmd-partial] .norm
+    i = F.layer_norm(p, (4,))  # E: [spmd-partial] layer_norm
+    j = p > 0  # E: [spmd-partial] >
+    k = torch.sigmoid(p)  # E: [spmd-partial] fix: all_reduce(p, "tp", src=P, dst=R)
+    l = F.silu(r)  # OK
+    m = torch.rsqrt(r)  # OK

@@ -1,0 +1,122 @@
+"""Run mypy with the plugin once over many case files and compare with inline expectations.
+
+A case file is ordinary Python.  A comment on a line says what mypy must
+report for that line::
+
+    y = p + r          # E: [spmd-partial] P plus a non-partial term (R)
+    z = a + b          # OK
+    reveal_type(z)     # N: SpmdTensor[Literal['tp:V'] | Any]
+
+``# E: [code] text`` expects an error with that code whose message contains
+``text`` (the text is optional); a line may carry several.  ``# N: text``
+expects a note containing ``text``.  ``# OK`` documents an accepted line.
+Every error must be expected: an unexpected error anywhere fails the case.
+
+All case files of one configuration are checked in a single mypy run, so
+torch is analysed once.  The configuration is ``mypy.ini.example`` (the file
+users copy) plus the lines a test adds.
+"""
+
+from __future__ import annotations
+
+import configparser
+import io
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mypy import api
+
+ROOT = Path(__file__).resolve().parents[2]
+EXPECTATION = re.compile(r"#\s*(E|N):\s*(?:\[([\w-]+)\])?\s*(.*?)\s*(?=#\s*[EN]:|$)")
+OUTPUT = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
+
+
+@dataclass(frozen=True)
+class Expected:
+    kind: str  # "error" or "note"
+    code: str | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Reported:
+    kind: str
+    code: str | None
+    message: str
+
+
+@dataclass
+class CaseFile:
+    path: Path
+    expected: dict[int, list[Expected]] = field(default_factory=dict)
+    accepted: set[int] = field(default_factory=set)
+
+    @classmethod
+    def read(cls, path: Path) -> CaseFile:
+        case = cls(path)
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            comment = line.partition("#")[2] if "#" in line else ""
+            if re.search(r"#\s*OK\b", line):
+                case.accepted.add(number)
+            found = [Expected("error" if kind == "E" else "note", code or None, text)
+                     for kind, code, text in EXPECTATION.findall("#" + comment)]
+            if found:
+                case.expected[number] = found
+        return case
+
+    @property
+    def checks(self) -> int:
+        """How many accept and reject cases the file states."""
+        return len(self.accepted) + sum(len(v) for v in self.expected.values())
+
+
+def config_text(mypy_options: dict[str, str] | None = None, plugin_options: dict[str, str] | None = None) -> str:
+    """``mypy.ini.example`` with this checkout's stubs on the path and some options set.
+
+    ``mypy_options`` are set in ``[mypy]``, ``plugin_options`` in ``[mypy.plugins.spmd]``.
+    """
+    config = configparser.ConfigParser(interpolation=None)
+    config.read_string((ROOT / "mypy.ini.example").read_text())
+    config["mypy"].update({"mypy_path": str(ROOT / "stubs"), "warn_unused_ignores": "True", **(mypy_options or {})})
+    config["mypy.plugins.spmd"].update(plugin_options or {})
+    text = io.StringIO()
+    config.write(text)
+    return text.getvalue()
+
+
+def run_mypy(files: list[Path], config: Path, cache_dir: Path) -> tuple[dict[Path, dict[int, list[Reported]]], str]:
+    """Check ``files`` in one mypy run; the reports by file and line, and the raw output."""
+    stdout, stderr, _ = api.run(
+        ["--config-file", str(config), "--cache-dir", str(cache_dir), "--hide-error-context",
+         "--no-error-summary", "--show-error-codes", *map(str, files)]
+    )
+    by_file: dict[Path, dict[int, list[Reported]]] = defaultdict(lambda: defaultdict(list))
+    for line in stdout.splitlines():
+        match = OUTPUT.match(line)
+        if match is None:
+            continue
+        path = Path(match["path"]).resolve()
+        by_file[path][int(match["line"])].append(Reported(match["kind"], match["code"], match["message"]))
+    return by_file, stdout + stderr
+
+
+def mismatches(case: CaseFile, reported: dict[int, list[Reported]]) -> list[str]:
+    """What differs between a case file's expectations and what mypy reported."""
+    problems = []
+    for line in sorted(set(case.expected) | set(reported)):
+        wanted = list(case.expected.get(line, []))
+        got = [r for r in reported.get(line, []) if r.kind == "error" or any(w.kind == "note" for w in wanted)]
+        for expected in wanted:
+            match = next((r for r in got if r.kind == expected.kind and (expected.code in (None, r.code))
+                          and expected.text in r.message), None)
+            if match is None:
+                problems.append(f"line {line}: expected {expected.kind} [{expected.code}] {expected.text!r}; "
+                                f"got {[(r.kind, r.code, r.message) for r in reported.get(line, [])]}")
+            else:
+                got.remove(match)
+        for extra in got:
+            if extra.kind == "error":
+                problems.append(f"line {line}: unexpected error [{extra.code}] {extra.message}")
+    return problems
