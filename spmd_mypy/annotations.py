@@ -14,7 +14,6 @@ SPMD type in its canonical text form.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Final
 
 from mypy.plugin import AnalyzeTypeContext
@@ -34,13 +33,13 @@ from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import PARAMETER_CLASS, PROCESS_GROUP_CLASS, TENSOR_CLASS, Encoder
 from spmd_mypy.report import ANNOTATION, CODES
 from spmd_types.typesystem import AnnotationError, Code, Shard, SpmdType, parse, spmd_type_from_metadata
-from spmd_types.typesystem.annotations import Axis, axis_types_marker, shard_marker
+from spmd_types.typesystem.annotations import Axis, axis_types_marker, markers_from_text, shard_marker
 from spmd_types.typesystem.local_types import I, LocalType, P, R, V
 
 __all__ = ["ANNOTATED_NAMES", "SPMD_ALIAS", "analyze"]
 
 ANNOTATED_NAMES: Final = ("typing.Annotated", "typing_extensions.Annotated")
-SPMD_ALIAS: Final = "spmd_types.Spmd"
+SPMD_ALIAS: Final = "spmd_types.typesystem.annotations.Spmd"
 
 # Marker objects by the full names they can be imported under.
 _LOCAL_TYPES: Final[dict[str, LocalType]] = {
@@ -97,9 +96,9 @@ def _read_metadata(ctx: AnalyzeTypeContext, metadata: list[Type], is_alias_form:
     for item in metadata:
         if is_alias_form and isinstance(item, RawExpressionType) and isinstance(item.literal_value, str):
             try:
-                markers.extend(_markers_from_text(item.literal_value))
-            except ValueError as error:
-                raise _Bad(f'Spmd[...]: bad SPMD type "{item.literal_value}": {error}') from None
+                markers.extend(markers_from_text(item.literal_value))
+            except AnnotationError as error:
+                raise _Bad(f'bad SPMD type "{item.literal_value}": {error}') from None
             continue
         if not isinstance(item, UnboundType):
             if is_alias_form:
@@ -122,20 +121,6 @@ def _read_metadata(ctx: AnalyzeTypeContext, metadata: list[Type], is_alias_form:
         return spmd_type_from_metadata(markers)
     except AnnotationError as error:
         raise _Bad(str(error)) from None
-
-
-def _markers_from_text(text: str) -> Iterator[object]:
-    """Markers equivalent to the text form ``"dp:R, tp:S(0)"``."""
-    parsed = parse(text)
-    if parsed.default is not None or not len(parsed):
-        raise ValueError("expected one or more 'axis:type' items, such as \"dp:R, tp:V\"")
-    for axis, kind in parsed.items():
-        if isinstance(kind, Shard):
-            yield shard_marker((axis, kind.dim))
-        elif isinstance(kind, LocalType):
-            yield axis_types_marker(kind, axis)
-        else:
-            raise ValueError(f"{kind.code} is not a type a tensor can be declared with")
 
 
 def _string_arg(arg: Type, marker: str) -> str:

@@ -23,8 +23,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from spmd_types.typesystem.annotations import AnnotationError, Axis
-from spmd_types.typesystem.local_types import I, P, R, S, Shard, V
+from spmd_types.typesystem.annotations import AnnotationError, Axis, AxisTypes, Spmd
+from spmd_types.typesystem.local_types import I, LocalType, P, R, S, Shard, V
 from spmd_types.typesystem.partition_spec import PartitionSpec
 
 # Runtime names and the module that defines each; loaded (with torch) on first access.
@@ -58,12 +58,15 @@ _RUNTIME = {
 __all__ = [
     "AnnotationError",
     "Axis",
+    "AxisTypes",
     "I",
+    "LocalType",
     "P",
     "PartitionSpec",
     "R",
     "S",
     "Shard",
+    "Spmd",
     "V",
     *_RUNTIME,
 ]

@@ -7,6 +7,10 @@ are plain metadata for ``typing.Annotated``::
     x: Annotated[Tensor, R["dp"], V["tp"]]
     group: Annotated[ProcessGroup, Axis["tp"]]
 
+``Spmd[Tensor, "dp:R, tp:V"]`` (or ``Spmd[Tensor, R["dp"], V["tp"]]``) builds the
+same ``Annotated`` type; mypy keeps it in type aliases, where it drops the
+metadata of ``Annotated`` (python/mypy#17514).
+
 :func:`spmd_type_of_hint` reads the SPMD type back from such a hint (for
 example from ``typing.get_type_hints(f, include_extras=True)``); metadata of
 other libraries is ignored.  Malformed markers raise :class:`AnnotationError`.
@@ -24,6 +28,8 @@ __all__ = [
     "AnnotationError",
     "Axis",
     "AxisTypes",
+    "Spmd",
+    "markers_from_text",
     "axis_of_hint",
     "axis_types_marker",
     "shard_marker",
@@ -163,3 +169,45 @@ def axis_of_hint(hint: object) -> str | None:
     if len(names) > 1:
         raise AnnotationError(f"a process group can belong to one mesh axis, got {sorted(names)}")
     return names.pop() if names else None
+
+
+class _SpmdMeta(type):
+    def __getitem__(cls, item: tuple[object, ...]) -> object:
+        if not isinstance(item, tuple) or len(item) < 2:
+            raise AnnotationError('Spmd[...] takes a tensor type and SPMD markers or a string: Spmd[Tensor, "dp:R"]')
+        base, *rest = item
+        metadata: list[object] = []
+        for entry in rest:
+            if isinstance(entry, str):
+                metadata.extend(markers_from_text(entry))
+            elif isinstance(entry, AxisTypes):
+                metadata.append(entry)
+            else:
+                raise AnnotationError(f"Spmd[...] takes SPMD markers or a string such as \"dp:R, tp:V\", got {entry!r}")
+        spmd_type_from_metadata(metadata)  # report conflicting axes now, not at the first get_type_hints
+        return typing.Annotated[(base, *metadata)]
+
+
+class Spmd(metaclass=_SpmdMeta):
+    """``Spmd[Tensor, "dp:R, tp:V"]``: ``Annotated[Tensor, R["dp"], V["tp"]]``, spelled to survive type aliases."""
+
+
+def markers_from_text(text: str) -> list[AxisTypes]:
+    """The markers equivalent to the text form ``"dp:R, tp:S(0)"`` of a declared type."""
+    from spmd_types.typesystem.spmd_type import parse
+
+    try:
+        parsed = parse(text)
+    except ValueError as error:
+        raise AnnotationError(f"Spmd[...]: {error}") from None
+    if parsed.default is not None or not len(parsed):
+        raise AnnotationError('Spmd[...] needs one or more "axis:type" items, such as "dp:R, tp:V"')
+    out = []
+    for axis, kind in parsed.items():
+        if isinstance(kind, Shard):
+            out.append(shard_marker((axis, kind.dim)))
+        elif isinstance(kind, LocalType):
+            out.append(axis_types_marker(kind, axis))
+        else:
+            raise AnnotationError(f"Spmd[...]: {kind.code} is not a type a tensor can be declared with")
+    return out

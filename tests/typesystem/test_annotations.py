@@ -1,10 +1,11 @@
 """Annotation markers evaluate at run time and read back as SPMD types."""
 
+import typing
 from typing import Annotated, Optional, get_type_hints
 
 import pytest
 
-from spmd_types import Axis, I, P, R, S, V
+from spmd_types import Axis, I, P, R, S, Spmd, V
 from spmd_types.typesystem import AnnotationError, axis_of_hint, parse, spmd_type_from_metadata, spmd_type_of_hint
 
 
@@ -87,3 +88,25 @@ def test_marker_reprs():
     assert repr(R["dp", "cp"]) == "R['dp', 'cp']"
     assert repr(S["tp", 0]) == "S['tp', 0]"
     assert repr(Axis["tp"]) == "Axis['tp']"
+
+
+def test_spmd_alias_form_builds_annotated():
+    Alias = Spmd[FakeTensor, "dp:R, tp:S(0)"]
+    assert typing.get_origin(Alias) is typing.Annotated
+    assert spmd_type_of_hint(Alias) == parse("dp:R, tp:S(0)")
+    assert spmd_type_of_hint(Spmd[FakeTensor, R["dp"], V["tp"]]) == parse("dp:R, tp:V")
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Spmd[FakeTensor], "takes a tensor type"),
+        (lambda: Spmd[FakeTensor, "dp:Q"], "not an SPMD axis type"),
+        (lambda: Spmd[FakeTensor, "*:weak"], "one or more"),
+        (lambda: Spmd[FakeTensor, 3], "takes SPMD markers or a string"),
+        (lambda: Spmd[FakeTensor, "dp:R", V["dp"]], "annotated twice"),
+    ],
+)
+def test_spmd_alias_form_errors(make, message):
+    with pytest.raises(AnnotationError, match=message):
+        make()
