@@ -1,0 +1,228 @@
+"""Check a parallel module against the same computation on one device.
+
+A :class:`ModuleExample` names a module class, the mesh it runs on, the
+global (unsharded) inputs and a single-device reference written with plain
+torch.  :meth:`ModuleExample.run`
+
+1. builds the module on a simulated mesh (:mod:`examples.simulation`);
+2. draws the *full* value of every parameter at random and gives each rank its
+   part of it, as the parameter's declared SPMD type says (the class-level
+   annotation, e.g. ``weight: Annotated[nn.Parameter, S["tp", 0]]``); the
+   annotations of ``forward``'s arguments lay out the inputs the same way;
+3. runs forward, then backward from a random cotangent of the output, laid
+   out by the *gradient type* of the output's declared type (an ``R`` output
+   gets a ``P`` cotangent);
+4. collects the output and every gradient into its global value (a gradient
+   by the gradient type of its tensor: the pieces of an ``R`` parameter's
+   gradient are summed, every rank must hold the whole gradient of an ``I``
+   one) and compares them with the reference's output and gradients.
+
+A correct example matches everywhere.  A buggy twin does not, somewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from examples.simulation import ReplicasDiffer, World, simulated_mesh
+from spmd_types.typesystem import LocalType, Shard, SpmdType, gradient_type, spmd_type_of_hint
+
+__all__ = ["Comparison", "ModuleExample", "declared_parameter_types", "declared_signature"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One compared quantity: ``problem`` is ``None`` when it matches."""
+
+    name: str
+    problem: str | None
+    max_error: float | None = None
+
+
+@dataclass
+class Comparison:
+    """What a simulated run gave, compared with the single-device reference, quantity by quantity."""
+
+    title: str
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(outcome.problem is None for outcome in self.outcomes)
+
+    @property
+    def mismatches(self) -> list[Outcome]:
+        return [outcome for outcome in self.outcomes if outcome.problem is not None]
+
+    def compare(self, name: str, collect: Callable[[], torch.Tensor | None], want: torch.Tensor | None) -> None:
+        """Record whether ``collect()`` (the simulated global value) equals ``want``."""
+        try:
+            got = collect()
+        except ReplicasDiffer as error:
+            self.outcomes.append(Outcome(name, str(error)))
+            return
+        if got is None or want is None:
+            if got is not want:
+                missing = "the simulated run" if got is None else "the reference"
+                self.outcomes.append(Outcome(name, f"{missing} computed no value"))
+            else:
+                self.outcomes.append(Outcome(name, None))
+            return
+        if not want.any():
+            self.outcomes.append(Outcome(name, "the reference value is zero, so agreeing with it would prove nothing"))
+            return
+        if got.shape != want.shape:
+            self.outcomes.append(Outcome(name, f"shape {tuple(got.shape)}, expected {tuple(want.shape)}"))
+            return
+        error = (got - want).abs().max().item() if got.numel() else 0.0
+        close = torch.allclose(got, want, rtol=1e-6, atol=1e-9)
+        problem = None if close else f"differs from the reference by up to {error:.3g}"
+        self.outcomes.append(Outcome(name, problem, error))
+
+    def __str__(self) -> str:
+        width = max((len(outcome.name) for outcome in self.outcomes), default=0)
+        lines = [self.title]
+        for outcome in self.outcomes:
+            if outcome.problem is None:
+                status = "matches" + (f" (max error {outcome.max_error:.1e})" if outcome.max_error is not None else "")
+            else:
+                status = f"WRONG: {outcome.problem}"
+            lines.append(f"  {outcome.name:<{width}}  {status}")
+        wrong = len(self.mismatches)
+        verdict = "matches the single-device reference" if self.ok else f"{wrong} of {len(self.outcomes)} wrong"
+        lines.append(f"  => {verdict}")
+        return "\n".join(lines)
+
+
+def declared_parameter_types(module: nn.Module) -> dict[str, SpmdType]:
+    """Parameter name -> the SPMD type its class declares, for ``module`` and its submodules."""
+    types = {}
+    for prefix, sub in module.named_modules():
+        hints = typing.get_type_hints(type(sub), include_extras=True)
+        for name, _ in sub.named_parameters(recurse=False):
+            declared = spmd_type_of_hint(hints.get(name))
+            if declared is None:
+                raise TypeError(
+                    f"{type(sub).__name__}.{name} has no SPMD type; declare it in the class body, "
+                    f'e.g. {name}: Annotated[nn.Parameter, S["tp", 0]]'
+                )
+            types[f"{prefix}.{name}" if prefix else name] = declared
+    return types
+
+
+def declared_signature(module: nn.Module) -> tuple[list[SpmdType], SpmdType]:
+    """The declared SPMD types of ``module.forward``'s arguments and of its result."""
+    forward = type(module).forward
+    hints = typing.get_type_hints(forward, include_extras=True)
+    names = list(inspect.signature(forward).parameters)[1:]  # after self
+
+    def declared(name: str) -> SpmdType:
+        found = spmd_type_of_hint(hints.get(name))
+        if found is None:
+            raise TypeError(f"{type(module).__name__}.forward does not declare the SPMD type of {name!r}")
+        return found
+
+    return [declared(name) for name in names], declared("return")
+
+
+@contextlib.contextmanager
+def _float64() -> Iterator[None]:
+    """Build and run in double precision, so that a match means equal up to rounding."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(previous)
+
+
+@dataclass(frozen=True)
+class ModuleExample:
+    """A parallel module, the mesh it runs on, its inputs, and its single-device reference.
+
+    ``inputs(generator)`` returns the forward's arguments as global values;
+    ``reference(params, *inputs)`` computes the output on one device from the
+    full parameters (by name) and the global inputs; ``options`` are the
+    module's constructor arguments.  A buggy twin is the same example with
+    another ``module``: ``dataclasses.replace(EXAMPLE, module=Buggy)``.
+    """
+
+    module: type[nn.Module]
+    mesh: Mapping[str, int]
+    inputs: Callable[[torch.Generator], tuple[torch.Tensor, ...]]
+    reference: Callable[..., torch.Tensor]
+    options: Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        axes = ", ".join(f"{axis}={n}" for axis, n in self.mesh.items())
+        return f"{self.module.__name__} on a simulated mesh ({axes}), against one device:"
+
+    def run(self, seed: int = 0) -> Comparison:
+        """Run on every simulated rank and compare with the reference (see the module docstring)."""
+        generator = torch.Generator().manual_seed(seed)
+        comparison = Comparison(self.title)
+        with _float64(), simulated_mesh(**self.mesh) as world:
+            module = self.module(**self.options)
+            param_types = declared_parameter_types(module)
+            arg_types, out_type = declared_signature(module)
+            with world.one_device():
+                full = {
+                    name: torch.randn(world.global_shape(p.shape, param_types[name]), generator=generator) / 2
+                    for name, p in module.named_parameters()
+                }
+                inputs = self.inputs(generator)
+                ref_params = {name: value.clone().requires_grad_() for name, value in full.items()}
+                ref_inputs = [x.clone().requires_grad_() if x.is_floating_point() else x for x in inputs]
+                ref_out = self.reference(ref_params, *ref_inputs)
+                cotangent = torch.randn(ref_out.shape, generator=generator)
+                ref_out.backward(cotangent)
+
+            with torch.no_grad():
+                for name, p in module.named_parameters():
+                    p.copy_(world.distribute(full[name], param_types[name], generator))
+            args = [_leaf(world.distribute(x, t, generator)) for x, t in zip(inputs, arg_types)]
+            out = module(*args)
+            fits = world.global_shape(out.shape, out_type) == ref_out.shape
+            if fits:  # else no cotangent fits the output: the forward already went wrong
+                out.backward(world.distribute(cotangent, _gradient(out_type), generator))
+            with world.one_device():
+                comparison.compare("output", lambda: world.collect(out, out_type), ref_out.detach())
+                if not fits:
+                    return comparison
+                for name, p in module.named_parameters():
+                    grad_type = _gradient(param_types[name])
+                    comparison.compare(f"grad {name}", _collector(world, p.grad, grad_type), ref_params[name].grad)
+                for name, arg, t, ref in zip(_argument_names(module), args, arg_types, ref_inputs):
+                    if ref.requires_grad:
+                        comparison.compare(f"grad {name} (input)", _collector(world, arg.grad, _gradient(t)), ref.grad)
+        return comparison
+
+
+def _leaf(x: torch.Tensor) -> torch.Tensor:
+    return x.requires_grad_() if x.is_floating_point() else x
+
+
+def _gradient(spmd_type: SpmdType) -> SpmdType:
+    """The type of the gradient of a tensor of the declared ``spmd_type``, axis by axis."""
+    grads = {}
+    for axis, t in spmd_type.items():
+        if not isinstance(t, (LocalType, Shard)):
+            raise TypeError(f"a declared type has no {t!r} axis, got {spmd_type.describe()!r}")
+        grads[axis] = gradient_type(t)
+    return SpmdType(grads)
+
+
+def _collector(world: World, grad: torch.Tensor | None, spmd_type: SpmdType) -> Callable[[], torch.Tensor | None]:
+    return lambda: None if grad is None else world.collect(grad, spmd_type)
+
+
+def _argument_names(module: nn.Module) -> list[str]:
+    return list(inspect.signature(type(module).forward).parameters)[1:]
