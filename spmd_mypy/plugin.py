@@ -59,7 +59,9 @@ class SpmdPlugin(Plugin):
         try:
             self._options = config.load(options.config_file)
         except (config.ConfigError, ValueError) as error:
-            sys.exit(f"spmd-mypy: {error}")
+            # A configuration mistake, reported like mypy's own: a message and exit status 2.
+            print(f"spmd-mypy: {error}", file=sys.stderr)
+            raise SystemExit(2) from None
         self._session = Session(self._options, Reporter(self._options.debug))
         self._fingerprint = _rules_fingerprint()
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import configparser
 import io
+import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from pathlib import Path
 from mypy import api
 
 ROOT = Path(__file__).resolve().parents[2]
+# For mypy started as a subprocess: the plugin and the runtime of this checkout, however it is installed.
+SUBPROCESS_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 EXPECTATION = re.compile(r"#\s*(E|N):\s*(?:\[([\w-]+)\])?\s*(.*?)\s*(?=#\s*[EN]:|$)")
 OUTPUT = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
 
@@ -72,15 +75,23 @@ class CaseFile:
         return len(self.accepted) + sum(len(v) for v in self.expected.values())
 
 
-def config_text(mypy_options: dict[str, str] | None = None, plugin_options: dict[str, str] | None = None) -> str:
+def config_text(
+    mypy_options: dict[str, str] | None = None,
+    plugin_options: dict[str, str] | None = None,
+    skip_torch_internals: bool = True,
+) -> str:
     """``mypy.ini.example`` with this checkout's stubs on the path and some options set.
 
-    ``mypy_options`` are set in ``[mypy]``, ``plugin_options`` in ``[mypy.plugins.spmd]``.
+    ``mypy_options`` are set in ``[mypy]``, ``plugin_options`` in ``[mypy.plugins.spmd]``;
+    ``skip_torch_internals=False`` drops the torch-skipping sections, as for the daemon.
     """
     config = configparser.ConfigParser(interpolation=None)
     config.read_string((ROOT / "mypy.ini.example").read_text())
     config["mypy"].update({"mypy_path": str(ROOT / "stubs"), "warn_unused_ignores": "True", **(mypy_options or {})})
     config["mypy.plugins.spmd"].update(plugin_options or {})
+    if not skip_torch_internals:
+        for section in [s for s in config.sections() if s.startswith("mypy-torch")]:
+            config.remove_section(section)
     text = io.StringIO()
     config.write(text)
     return text.getvalue()

@@ -1,0 +1,90 @@
+"""The plugin is light, inert on real unannotated code, and configurable as documented."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from mypy import api
+
+from .harness import ROOT, SUBPROCESS_ENV, config_text
+
+TORCH = Path(__import__("torch").__file__).parent
+
+
+def test_plugin_imports_neither_torch_nor_the_runtime() -> None:
+    snippet = textwrap.dedent("""
+        import sys
+        import spmd_mypy.plugin
+        runtime = {"spmd_types._collectives", "spmd_types._local", "spmd_types._mesh", "spmd_types._prims"}
+        print(sorted(m for m in sys.modules if m in runtime or m == "torch" or m.startswith("torch.")))
+    """)
+    loaded = subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, check=True,
+                            cwd=ROOT).stdout.strip()
+    assert loaded == "[]"
+
+
+@pytest.mark.parametrize("package", ["distributed/tensor/parallel", "nn/modules"])
+def test_inert_on_real_unannotated_code(tmp_path: Path, package: str) -> None:
+    """On torch's own sources the plugin reports nothing and changes none of mypy's results.
+
+    The sources are copied into a user package (mypy does not report errors in
+    installed packages), so mypy's full output is compared with and without the plugin.
+    """
+    copy = tmp_path / package.replace("/", "_")
+    shutil.copytree(TORCH / package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    outputs = {}
+    for plugin in (True, False):
+        text = config_text()
+        if not plugin:
+            text = text.replace("plugins = spmd_mypy.plugin\n", "")
+        config = tmp_path / f"plugin-{plugin}.ini"
+        config.write_text(text)
+        stdout, stderr, status = api.run(["--config-file", str(config), "--cache-dir", str(tmp_path / f"cache-{plugin}"),
+                                          "--no-error-summary", str(copy)])
+        assert status in (0, 1), stdout + stderr  # 2 would be a crash or a usage error
+        assert "INTERNAL ERROR" not in stdout + stderr
+        outputs[plugin] = stdout
+    assert "[spmd-" not in outputs[True]
+    assert outputs[True] == outputs[False]
+
+
+def test_pyproject_options(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(textwrap.dedent(f"""
+        [tool.mypy]
+        plugins = ["spmd_mypy.plugin"]
+        mypy_path = "{ROOT / 'stubs'}"
+
+        [tool.spmd-mypy]
+        axes = ["dp", "tp"]
+    """))
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        from typing import Annotated
+        from torch import Tensor
+        from spmd_types import R
+        def f(x: Annotated[Tensor, R["pd"]]) -> None: ...
+    """))
+    stdout, _, _ = api.run(["--config-file", str(tmp_path / "pyproject.toml"), "--cache-dir", str(tmp_path / "c"),
+                            str(tmp_path / "m.py")])
+    assert "unknown mesh axis 'pd' (the configured axes are dp, tp)  [spmd-axis]" in stdout
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"strict_axes": "maybe"}, "strict_axes must be true or false"),
+     ({"axes_typo": "dp"}, "unknown option(s) in [mypy.plugins.spmd]: axes_typo"),
+     ({"strict_axes": "true"}, "strict_axes needs the list of mesh axes in axes")],
+)
+def test_bad_options_stop_with_a_clear_message(tmp_path: Path, options: dict[str, str], message: str) -> None:
+    config = tmp_path / "mypy.ini"
+    config.write_text(config_text(plugin_options=options))
+    (tmp_path / "m.py").write_text("x = 1\n")
+    result = subprocess.run([sys.executable, "-m", "mypy", "--config-file", str(config), str(tmp_path / "m.py")],
+                            capture_output=True, text=True, cwd=ROOT, env=SUBPROCESS_ENV)
+    assert result.returncode == 2
+    assert f"spmd-mypy: {config}: {message}" in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
