@@ -34,7 +34,14 @@ from torch import nn
 from examples.simulation import ReplicasDiffer, World, simulated_mesh
 from spmd_types.typesystem import LocalType, Shard, SpmdType, gradient_type, spmd_type_of_hint
 
-__all__ = ["Comparison", "ModuleExample", "declared_parameter_types", "declared_signature"]
+__all__ = [
+    "Comparison",
+    "ModuleExample",
+    "declared_parameter_types",
+    "declared_signature",
+    "double_precision",
+    "load_random_parameters",
+]
 
 
 @dataclass(frozen=True)
@@ -133,14 +140,38 @@ def declared_signature(module: nn.Module) -> tuple[list[SpmdType], SpmdType]:
 
 
 @contextlib.contextmanager
-def _float64() -> Iterator[None]:
-    """Build and run in double precision, so that a match means equal up to rounding."""
+def double_precision() -> Iterator[None]:
+    """Build and run in float64, so that agreeing with the reference means equal up to rounding."""
     previous = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
         yield
     finally:
         torch.set_default_dtype(previous)
+
+
+def load_random_parameters(module: nn.Module, world: World, generator: torch.Generator) -> dict[str, torch.Tensor]:
+    """Draw every parameter's full value, give each rank its part of it; the full values by name."""
+    types = declared_parameter_types(module)
+    with world.one_device():
+        full: dict[str, torch.Tensor] = {
+            name: torch.randn(world.global_shape(p.shape, types[name]), generator=generator) / 2
+            for name, p in module.named_parameters()
+        }
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            p.copy_(world.distribute(full[name], types[name], generator))
+    return full
+
+
+@dataclass
+class _Reference:
+    """The single-device run: its output, the cotangent fed to backward, and the gradients."""
+
+    output: torch.Tensor
+    cotangent: torch.Tensor
+    param_grads: dict[str, torch.Tensor | None]
+    input_grads: list[torch.Tensor | None]
 
 
 @dataclass(frozen=True)
@@ -169,41 +200,43 @@ class ModuleExample:
         """Run on every simulated rank and compare with the reference (see the module docstring)."""
         generator = torch.Generator().manual_seed(seed)
         comparison = Comparison(self.title)
-        with _float64(), simulated_mesh(**self.mesh) as world:
+        with double_precision(), simulated_mesh(**self.mesh) as world:
             module = self.module(**self.options)
-            param_types = declared_parameter_types(module)
-            arg_types, out_type = declared_signature(module)
+            full = load_random_parameters(module, world, generator)
             with world.one_device():
-                full = {
-                    name: torch.randn(world.global_shape(p.shape, param_types[name]), generator=generator) / 2
-                    for name, p in module.named_parameters()
-                }
                 inputs = self.inputs(generator)
-                ref_params = {name: value.clone().requires_grad_() for name, value in full.items()}
-                ref_inputs = [x.clone().requires_grad_() if x.is_floating_point() else x for x in inputs]
-                ref_out = self.reference(ref_params, *ref_inputs)
-                cotangent = torch.randn(ref_out.shape, generator=generator)
-                ref_out.backward(cotangent)
-
-            with torch.no_grad():
-                for name, p in module.named_parameters():
-                    p.copy_(world.distribute(full[name], param_types[name], generator))
+                want = self._reference(full, inputs, generator)
+            arg_types, out_type = declared_signature(module)
             args = [_leaf(world.distribute(x, t, generator)) for x, t in zip(inputs, arg_types)]
             out = module(*args)
-            fits = world.global_shape(out.shape, out_type) == ref_out.shape
-            if fits:  # else no cotangent fits the output: the forward already went wrong
-                out.backward(world.distribute(cotangent, _gradient(out_type), generator))
+            fits = world.global_shape(out.shape, out_type) == want.output.shape
+            if fits:  # else no cotangent fits: the forward went wrong already
+                out.backward(world.distribute(want.cotangent, _gradient(out_type), generator))
             with world.one_device():
-                comparison.compare("output", lambda: world.collect(out, out_type), ref_out.detach())
+                comparison.compare("output", lambda: world.collect(out, out_type), want.output)
                 if not fits:
                     return comparison
+                param_types = declared_parameter_types(module)
                 for name, p in module.named_parameters():
-                    grad_type = _gradient(param_types[name])
-                    comparison.compare(f"grad {name}", _collector(world, p.grad, grad_type), ref_params[name].grad)
-                for name, arg, t, ref in zip(_argument_names(module), args, arg_types, ref_inputs):
-                    if ref.requires_grad:
-                        comparison.compare(f"grad {name} (input)", _collector(world, arg.grad, _gradient(t)), ref.grad)
+                    got = _collector(world, p.grad, _gradient(param_types[name]))
+                    comparison.compare(f"grad {name}", got, want.param_grads[name])
+                for name, arg, t, grad in zip(_argument_names(module), args, arg_types, want.input_grads):
+                    if arg.is_floating_point():
+                        comparison.compare(f"grad {name} (input)", _collector(world, arg.grad, _gradient(t)), grad)
         return comparison
+
+    def _reference(self, full: dict[str, torch.Tensor], inputs: tuple[torch.Tensor, ...], generator: torch.Generator) -> _Reference:
+        params = {name: value.clone().requires_grad_() for name, value in full.items()}
+        args = [_leaf(x.clone()) for x in inputs]
+        output = self.reference(params, *args)
+        cotangent = torch.randn(output.shape, generator=generator)
+        output.backward(cotangent)
+        return _Reference(
+            output.detach(),
+            cotangent,
+            {name: p.grad for name, p in params.items()},
+            [x.grad if x.is_floating_point() else None for x in args],
+        )
 
 
 def _leaf(x: torch.Tensor) -> torch.Tensor:

@@ -23,6 +23,7 @@ Run it on 4 simulated ranks and compare the gradients with one device::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 import torch
@@ -51,7 +52,7 @@ class FullyShardedLinear(nn.Module):
         return F.linear(x, weight, bias)
 
 
-def reference(params: dict[str, Tensor], x: Tensor) -> Tensor:
+def reference(params: Mapping[str, Tensor], x: Tensor) -> Tensor:
     """The same layer on one device: the whole batch, the whole weight."""
     return F.linear(x, params["weight"], params["bias"])
 

@@ -33,6 +33,7 @@ Run it on 4 simulated ranks and compare with one device::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 import torch
@@ -72,7 +73,7 @@ class ExpertParallelMoE(nn.Module):
         return all_gather(combined, "ep", src=S(0), dst=R)
 
 
-def reference(params: dict[str, Tensor], x: Tensor) -> Tensor:
+def reference(params: Mapping[str, Tensor], x: Tensor) -> Tensor:
     """The same layer on one device: every token through its top-1 expert, weighted by its gate."""
     gate, expert = F.softmax(F.linear(x, params["router"]), dim=-1).max(dim=-1)
     hidden = F.gelu(torch.einsum("td,thd->th", x, params["w_in"][expert]))

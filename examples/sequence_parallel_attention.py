@@ -26,6 +26,7 @@ Run it on 4 simulated ranks and compare every gradient with one device::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 import torch
@@ -71,7 +72,7 @@ class SequenceParallelAttention(nn.Module):
         return x + reduce_scatter(partial, "tp", dst=S(1))
 
 
-def reference(params: dict[str, Tensor], x: Tensor) -> Tensor:
+def reference(params: Mapping[str, Tensor], x: Tensor) -> Tensor:
     """The same block on one device: every token, every head."""
     batch, seq, dim = x.shape
     h = F.rms_norm(x, (dim,), params["norm_weight"], eps=1e-6)

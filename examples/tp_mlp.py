@@ -32,6 +32,7 @@ Run it on 4 simulated ranks and compare every gradient with one device::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 import torch
@@ -65,7 +66,7 @@ class TensorParallelMLP(nn.Module):
         return all_reduce(partial, "tp", dst=I) + self.fc2_bias
 
 
-def reference(params: dict[str, Tensor], x: Tensor) -> Tensor:
+def reference(params: Mapping[str, Tensor], x: Tensor) -> Tensor:
     """The same MLP on one device, with the full weights."""
     h = F.gelu(F.linear(x, params["fc1_weight"], params["fc1_bias"]))
     return F.linear(h, params["fc2_weight"], params["fc2_bias"])

@@ -25,6 +25,7 @@ Run it on 4 simulated ranks and compare with one device::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 import torch
@@ -59,7 +60,7 @@ class UlyssesAttention(nn.Module):
         return F.linear(out.flatten(2), convert(self.out_weight, "sp", src=I, dst=R))
 
 
-def reference(params: dict[str, Tensor], x: Tensor) -> Tensor:
+def reference(params: Mapping[str, Tensor], x: Tensor) -> Tensor:
     """The same attention on one device, over the whole sequence."""
     batch, seq, dim = x.shape
     q, k, v = F.linear(x, params["qkv_weight"]).view(batch, seq, 3, HEADS, dim // HEADS).unbind(2)

@@ -28,6 +28,7 @@ Run it on 4 simulated ranks and compare with one device::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 import torch
@@ -77,7 +78,7 @@ class VocabParallelLMHead(nn.Module):
         return vocab_parallel_cross_entropy(logits, target)
 
 
-def reference(params: dict[str, Tensor], hidden: Tensor, target: Tensor) -> Tensor:
+def reference(params: Mapping[str, Tensor], hidden: Tensor, target: Tensor) -> Tensor:
     """The same loss on one device, from the logits of the whole vocabulary."""
     logits = F.linear(hidden, params["weight"])
     return F.cross_entropy(logits.flatten(0, -2), target.flatten(), reduction="none").view(target.shape)

@@ -30,6 +30,7 @@ Run it on 4 simulated ranks and compare the gradient with one device::
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 import torch
@@ -62,7 +63,7 @@ class VocabParallelEmbedding(nn.Module):
         return all_reduce(self.lookup(ids), "tp", dst=I)
 
 
-def reference(params: dict[str, Tensor], ids: Tensor) -> Tensor:
+def reference(params: Mapping[str, Tensor], ids: Tensor) -> Tensor:
     """The same lookup on one device, in the whole table."""
     return F.embedding(ids, params["weight"])
 
