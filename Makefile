@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup test
+.PHONY: setup test test-oldest-mypy
 
 setup: $(STAMP)
 
@@ -19,5 +19,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]" --config-settings editable_mode=compat
 	touch $@
 
+# The whole suite, then the plugin's tests again under the oldest supported mypy.
 test: $(STAMP)
 	$(BIN)/python -m pytest
+	$(MAKE) test-oldest-mypy
+
+OLDEST_MYPY := 2.0.0
+OLD_VENV := .venv-mypy-$(OLDEST_MYPY)
+$(OLD_VENV)/.installed:
+	$(PYTHON) -m venv $(OLD_VENV)
+	$(OLD_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(OLD_VENV)/bin/python -m pip install --quiet torch==2.13.0 mypy==$(OLDEST_MYPY) "pytest>=8"
+	touch $@
+
+test-oldest-mypy: $(OLD_VENV)/.installed
+	PYTHONPATH=$(CURDIR) $(OLD_VENV)/bin/python -m pytest -p no:cacheprovider tests/plugin/test_cases.py tests/stubs

@@ -98,7 +98,7 @@ def _read_metadata(ctx: AnalyzeTypeContext, metadata: list[Type], is_alias_form:
             try:
                 markers.extend(markers_from_text(item.literal_value))
             except AnnotationError as error:
-                raise _Bad(f'bad SPMD type "{item.literal_value}": {error}') from None
+                raise _Bad(str(error)) from None
             continue
         if not isinstance(item, UnboundType):
             if is_alias_form:

@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from typing import Final
 
-from mypy.nodes import CallExpr, Context, Expression, IndexExpr, MemberExpr, OpExpr, UnaryExpr
+from mypy.nodes import (
+    CallExpr,
+    ComparisonExpr,
+    Context,
+    Expression,
+    IndexExpr,
+    MemberExpr,
+    OperatorAssignmentStmt,
+    OpExpr,
+    UnaryExpr,
+)
 from mypy.plugin import AttributeContext, FunctionContext, MethodContext
 from mypy.types import AnyType, Type, get_proper_type
 
@@ -160,6 +170,10 @@ def _receiver(context: Context, method: str) -> Expression | None:
         return context.callee.expr
     if isinstance(context, OpExpr):
         return context.right if method.startswith("__r") else context.left
+    if isinstance(context, ComparisonExpr):
+        return context.operands[0]
+    if isinstance(context, OperatorAssignmentStmt):
+        return context.lvalue
     if isinstance(context, IndexExpr):
         return context.base
     if isinstance(context, UnaryExpr):

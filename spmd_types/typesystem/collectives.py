@@ -390,10 +390,10 @@ def _src_mismatch(call: str, axis: str, have: AxisType, src: Endpoint, dst: Endp
         reason += " (sharded along another dim)"
     elif src is P and have in (R, I):
         reason += f"; summing {have.code} data over the axis multiplies it by the axis size"
-        if have == dst:
-            reason += f" (the input is already {have.code})"
     elif is_varying(src) and have in (R, I):
         reason += "; every rank would contribute the same data"
+    if have == dst and call not in ("all_to_all", "ppermute"):
+        reason += f"; the input is already {have.code}, so the call is not needed"
     fixes: tuple[Fix, ...] = ()
     if isinstance(have, (LocalType, Shard)):
         # Offer ways to reach the type the call produces from the type the input has.

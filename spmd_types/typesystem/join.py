@@ -336,11 +336,12 @@ def check_fits(value: SpmdType, declared: SpmdType, code: Code = Code.BOUNDARY) 
         if fits(have, want) or have is None or want is None:
             continue
         fixes: tuple[Fix, ...] = ()
-        if isinstance(have, (LocalType, Shard)) and isinstance(want, (LocalType, Shard)):
-            fixes = fixes_between(have, want, axis)
         if code is Code.INPLACE:
-            reason = f"writes a {have.code} value into a {want.code} tensor"
+            # The fix is to compute out of place; a cast of the target would not help.
+            reason = f"writes a value of type {have.code} into a tensor of type {want.code}; compute it out of place"
         else:
             reason = f"expected {want.code}, got {have.code}"
+            if isinstance(have, (LocalType, Shard)) and isinstance(want, (LocalType, Shard)):
+                fixes = fixes_between(have, want, axis)
         violations.append(Violation(code, axis, reason, (have.code, want.code), (), fixes))
     return tuple(violations)

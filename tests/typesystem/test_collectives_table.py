@@ -168,7 +168,7 @@ def test_disallowed_pair_suggests_the_call_that_does_it():
 
 def test_double_reduction_is_explained():
     (violation,) = check_call("all_reduce", "tp", R, None, R).violations
-    assert "multiplies it by the axis size (the input is already R)" in violation.reason
+    assert "multiplies it by the axis size; the input is already R, so the call is not needed" in violation.reason
 
 
 def test_duplicated_tokens_suggest_slicing():

@@ -214,7 +214,7 @@ def test_inplace_ops_keep_their_target_type(target, value, ok):
 def test_inplace_arithmetic():
     outcome = apply_op(lookup("torch.Tensor.__iadd__"), [Operand("input", parse("tp:R")), Operand("other", parse("tp:V"))])
     assert [v.code for v in outcome.violations] == [Code.INPLACE]
-    assert "writes a V value into a R tensor" in outcome.violations[0].reason
+    assert "writes a value of type V into a tensor of type R" in outcome.violations[0].reason
 
 
 @pytest.mark.parametrize(

@@ -73,7 +73,7 @@ def malformed(
     h: Annotated[Tensor, R],  # E: [spmd-annotation] R needs mesh-axis names
     i: Annotated[Tensor, R["dp", "dp"]],  # E: [spmd-annotation] names an axis twice
     j: Annotated[ProcessGroup, Axis["tp"], R["dp"]],  # E: [spmd-annotation] cannot be combined
-    k: Spmd[Tensor, "dp:Q"],  # E: [spmd-annotation] bad SPMD type
+    k: Spmd[Tensor, "dp:Q"],  # E: [spmd-annotation] Spmd[...]: not an SPMD axis type: 'Q'
     l: Spmd[Tensor, 3],  # E: [spmd-annotation] takes a tensor type and SPMD markers
 ) -> None:
     reveal_type(a)  # N: torch._tensor.Tensor

@@ -29,7 +29,7 @@ def gathers(v: Annotated[Tensor, V["tp"]], s: Annotated[Tensor, S["tp", 1]], r: 
     reveal_type(all_gather(s, "tp", src=S(1), dst=I))  # N: SpmdTensor[Literal['tp:I']]
     a = all_gather(s, "tp", src=S(0), dst=R)  # E: [spmd-collective] the input is S(1) but all_gather was told src=S(0) (sharded along another dim)
     b = all_gather(v, "tp")  # E: [call-arg] Missing named argument "dst"
-    c = all_gather(r, "tp", dst=R)  # E: [spmd-collective] the input is R but all_gather was told src=V; every rank would contribute the same data
+    c = all_gather(r, "tp", dst=R)  # E: [spmd-collective] the input is R but all_gather was told src=V; every rank would contribute the same data; the input is already R, so the call is not needed
     d = all_gather(s, "tp", dst=R)  # OK
 
 

@@ -10,16 +10,16 @@ from spmd_types import I, P, R, V, all_reduce, reinterpret
 def inplace(r: Annotated[Tensor, R["tp"]], v: Annotated[Tensor, V["tp"]], p: Annotated[Tensor, P["tp"]],
             q: Annotated[Tensor, P["tp"]]) -> None:
     r.add_(r)  # OK
-    r.add_(v)  # E: [spmd-inplace] .add_ on axis 'tp': writes a V value into a R tensor
-    r += v  # E: [spmd-inplace] += on axis 'tp': writes a V value into a R tensor
+    r.add_(v)  # E: [spmd-inplace] .add_ on axis 'tp': writes a value of type V into a tensor of type R
+    r += v  # E: [spmd-inplace] += on axis 'tp': writes a value of type V into a tensor of type R
     p += q  # OK
     p += 1  # E: [spmd-partial] P plus a non-partial term
-    r.copy_(v)  # E: [spmd-inplace] writes a V value into a R tensor
+    r.copy_(v)  # E: [spmd-inplace] writes a value of type V into a tensor of type R
     p.zero_()  # OK
-    p.fill_(1.0)  # E: [spmd-inplace] writes a weak value into a P tensor
-    r[0] = v[0]  # E: [spmd-inplace] writes a V value into a R tensor
+    p.fill_(1.0)  # E: [spmd-inplace] writes a value of type weak into a tensor of type P
+    r[0] = v[0]  # E: [spmd-inplace] writes a value of type V into a tensor of type R
     p[0] = q[1]  # OK
-    torch.add(r, r, out=v)  # E: [spmd-inplace] torch.add(out=...) on axis 'tp': writes a R value into a V tensor
+    torch.add(r, r, out=v)  # E: [spmd-inplace] torch.add(out=...) on axis 'tp': writes a value of type R into a tensor of type V; compute it out of place
 
 
 def losses(p: Annotated[Tensor, P["dp"]], r: Annotated[Tensor, R["dp"]], v: Annotated[Tensor, V["dp"]],

@@ -24,3 +24,8 @@ def nonlinear(p: Pt, r: Annotated[Tensor, R["tp"]]) -> None:
     k = torch.sigmoid(p)  # E: [spmd-partial] fix: all_reduce(p, "tp", src=P, dst=R)
     l = F.silu(r)  # OK
     m = torch.rsqrt(r)  # OK
+
+
+def spelled_operands(p: Pt) -> None:
+    a = p > 0  # E: [spmd-partial] > on axis 'tp': P (a pending sum) through a non-linear op; fix: all_reduce(p, "tp"
+    p += 1  # E: [spmd-partial] += on axis 'tp': P plus a non-partial term (weak), which would be added once per rank; fix: all_reduce(p, "tp"
