@@ -23,9 +23,9 @@ from mypy.nodes import (
     UnaryExpr,
 )
 from mypy.plugin import AttributeContext, FunctionContext, MethodContext
-from mypy.types import AnyType, Type, get_proper_type
+from mypy.types import AnyType, Instance, Type, UnionType, get_proper_type
 
-from spmd_mypy.boundaries import fit_declared, report_divergent
+from spmd_mypy.boundaries import fit_declared, has_spmd, report_divergent
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import PARAMETER_CLASS, SPMD_PARAMETER, SPMD_TENSOR, TENSOR_CLASS, Divergent, Encoder
 from spmd_mypy.report import spell
@@ -42,7 +42,7 @@ from spmd_types.typesystem import (
     check_fits,
     lookup,
 )
-from spmd_types.typesystem.ops import OPERATOR_SYMBOLS, display_name
+from spmd_types.typesystem.ops import MODULE_OPS, OPERATOR_SYMBOLS, display_name
 
 __all__ = ["TENSOR_RECEIVERS", "TENSOR_PROPERTIES", "public_function_name", "check_function", "check_method",
            "check_property"]
@@ -78,6 +78,8 @@ def public_function_name(fullname: str) -> str | None:
 
 def check_function(session: Session, ctx: FunctionContext, name: str) -> Type:
     """The type of a call of torch function ``name``."""
+    if not _involves_spmd(session, ctx):
+        return ctx.default_return_type
     rule = lookup(name)
     arguments = read_arguments(ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args)
     return _apply(session, ctx, name, rule, arguments)
@@ -85,6 +87,8 @@ def check_function(session: Session, ctx: FunctionContext, name: str) -> Type:
 
 def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
     """The type of a call of tensor method ``method`` (operators included)."""
+    if not (_involves_spmd(session, ctx) or has_spmd(ctx.type) or _is_union(ctx.type)):
+        return ctx.default_return_type
     if method == "backward":
         return _backward(session, ctx)
     name = f"torch.Tensor.{method}"
@@ -106,6 +110,31 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
     return _apply(session, ctx, name, rule, arguments, operator=operator)
 
 
+def torch_module_op(owner: str) -> str | None:
+    """The op a call of torch module class ``owner`` (``torch.nn.modules.activation.GELU``) is."""
+    if not owner.startswith("torch.nn.modules."):
+        return None
+    return MODULE_OPS.get(f"torch.nn.{owner.rpartition('.')[2]}")
+
+
+def check_module_call(session: Session, ctx: MethodContext, op: str) -> Type:
+    """The type of ``self.act(x)`` for a parameterless torch module: the type of ``op(x)``.
+
+    mypy types every module call ``Any``; without this, one dropout in a block
+    would end all checking of what follows it.
+    """
+    if not ctx.arg_types or not ctx.arg_types[0] or not _involves_spmd(session, ctx):
+        return ctx.default_return_type
+    x_type, x_expr = ctx.arg_types[0][0], ctx.args[0][0]
+    base = get_proper_type(x_type)
+    if not (isinstance(base, Instance) and base.type.has_base(TENSOR_CLASS)):
+        return ctx.default_return_type
+    rule = lookup(op)
+    arguments = read_arguments(ctx.api, rule, ["input"], [[x_type]], [[x_expr]])
+    tensor = base.copy_modified() if base.type.fullname == TENSOR_CLASS else base.type.bases[0]
+    return _apply(session, ctx._replace(default_return_type=tensor), op, rule, arguments)
+
+
 def check_property(session: Session, ctx: AttributeContext, attribute: str) -> Type:
     """The type of a tensor property such as ``x.T``."""
     if ctx.is_lvalue:
@@ -115,6 +144,18 @@ def check_property(session: Session, ctx: AttributeContext, attribute: str) -> T
         return ctx.default_attr_type
     outcome = apply_op(lookup(f"torch.Tensor.{attribute}"), [Operand("input", spmd)])
     return with_result(session.encoder(ctx.api), ctx.default_attr_type, outcome.result)
+
+
+def _involves_spmd(session: Session, ctx: FunctionContext | MethodContext) -> bool:
+    """Whether the call is in a module that uses SPMD types, or has an SPMD-typed argument.
+
+    The fast path for everything else (torch's own sources on a cold run).
+    """
+    return session.uses_spmd(ctx.api) or any(has_spmd(t) for types in ctx.arg_types for t in types)
+
+
+def _is_union(typ: Type) -> bool:
+    return isinstance(get_proper_type(typ), UnionType)
 
 
 def _apply(

@@ -121,6 +121,9 @@ class SpmdPlugin(Plugin):
         session = self._session
         if owner in ops.TENSOR_RECEIVERS:
             return self._guard(lambda ctx: ops.check_method(session, ctx, method), _default_return)
+        module_op = ops.torch_module_op(owner) if method == "__call__" else None
+        if module_op is not None:
+            return self._guard(lambda ctx: ops.check_module_call(session, ctx, module_op), _default_return)
         if self._method_signature(owner, method) is not None:
             callee = f"{owner.rpartition('.')[2]}.{'forward' if method in ('__call__', 'apply') else method}"
             return self._guard(lambda ctx: self._check_call(ctx, callee), _default_return)

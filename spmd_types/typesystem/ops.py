@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Final
 
 __all__ = [
+    "MODULE_OPS",
     "NONLINEAR",
     "OPS",
     "OPERATOR_SYMBOLS",
@@ -312,6 +313,27 @@ def _build() -> dict[str, OpRule]:
 
 OPS: Final[dict[str, OpRule]] = _build()
 """Every registered op, by public name."""
+
+MODULE_OPS: Final[dict[str, str]] = {
+    **dict.fromkeys(("torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2d", "torch.nn.Dropout3d",
+                     "torch.nn.AlphaDropout"), "torch.nn.functional.dropout"),
+    "torch.nn.Identity": "torch.clone",
+    "torch.nn.ReLU": "torch.nn.functional.relu",
+    "torch.nn.GELU": "torch.nn.functional.gelu",
+    "torch.nn.SiLU": "torch.nn.functional.silu",
+    "torch.nn.Mish": "torch.nn.functional.mish",
+    "torch.nn.Tanh": "torch.tanh",
+    "torch.nn.Sigmoid": "torch.sigmoid",
+    "torch.nn.Softmax": "torch.softmax",
+    "torch.nn.LogSoftmax": "torch.nn.functional.log_softmax",
+    "torch.nn.LeakyReLU": "torch.nn.functional.leaky_relu",
+    "torch.nn.ELU": "torch.nn.functional.elu",
+    "torch.nn.Softplus": "torch.nn.functional.softplus",
+    "torch.nn.Hardswish": "torch.nn.functional.hardswish",
+    "torch.nn.Flatten": "torch.flatten",
+    "torch.nn.Unflatten": "torch.unflatten",
+}
+"""Parameterless ``torch.nn`` modules, by public class name, and the op that calling one is."""
 
 OPERATOR_SYMBOLS: Final[dict[str, str]] = {
     "__add__": "+", "__radd__": "+", "__iadd__": "+=",

@@ -88,3 +88,22 @@ def test_bad_options_stop_with_a_clear_message(tmp_path: Path, options: dict[str
     assert result.returncode == 2
     assert f"spmd-mypy: {config}: {message}" in result.stderr
     assert "Traceback" not in result.stdout + result.stderr
+
+
+def test_changing_options_invalidates_the_cache(tmp_path: Path) -> None:
+    """report_config_data puts the options in mypy's cache, so a change re-checks modules."""
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        from typing import Annotated
+        from torch import Tensor
+        from spmd_types import R
+        def f(x: Annotated[Tensor, R["tp"]]) -> None: ...
+    """))
+    outputs = []
+    for axes in ("tp", "dp"):
+        config = tmp_path / "mypy.ini"
+        config.write_text(config_text(plugin_options={"axes": axes}))
+        stdout, _, _ = api.run(["--config-file", str(config), "--cache-dir", str(tmp_path / "cache"),
+                                str(tmp_path / "m.py")])
+        outputs.append(stdout)
+    assert "[spmd-axis]" not in outputs[0]
+    assert "unknown mesh axis 'tp' (the configured axes are dp)  [spmd-axis]" in outputs[1]

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from spmd_types.typesystem import OPS
+from spmd_types.typesystem.ops import MODULE_OPS
 from spmd_types.typesystem.ops import canonical_param
 
 SPEC = importlib.util.find_spec("torch")
@@ -76,3 +77,19 @@ def test_rule_arguments_exist_in_torch(name):
     mentioned = set(OPS[name].params)
     everything = set().union(*overloads)
     assert mentioned <= everything, f"{name}: {sorted(mentioned - everything)} not among {sorted(everything)}"
+
+
+@pytest.mark.parametrize(("module", "op"), sorted(MODULE_OPS.items()))
+def test_module_ops_name_real_classes(module: str, op: str) -> None:
+    nn = signatures_of_module_classes()
+    assert module.rpartition(".")[2] in nn, f"torch.nn has no {module}"
+    namespace, short = _split(op)
+    assert short in signatures(namespace), f"{module} maps to unknown op {op}"
+
+
+@cache
+def signatures_of_module_classes() -> set[str]:
+    """Names of the classes torch.nn exports (read from its __init__, without importing torch)."""
+    tree = ast.parse((TORCH / "nn" / "modules" / "__init__.py").read_text())
+    return {alias.asname or alias.name for node in tree.body if isinstance(node, ast.ImportFrom)
+            for alias in node.names}

@@ -130,3 +130,20 @@ def declared_targets(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]
     y = v * 2  # E: [spmd-boundary] value of a declared type on axis 'tp': expected R, got V
     v = all_reduce(reinterpret(v, "tp", src=V, dst=P), "tp", dst=R)  # E: [spmd-boundary] value of a declared type on axis 'tp': expected V, got R
     w: Annotated[Tensor, V["dp"]] = v * 2  # OK
+
+
+class Block(nn.Module):
+    """Parameterless torch modules are typed as the op they are; others stay Any."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.act = nn.GELU()
+        self.drop = nn.Dropout(0.1)
+        self.norm = nn.LayerNorm(4)
+
+    def forward(self, x: Annotated[Tensor, V["tp"]], p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
+        reveal_type(self.act(x))  # N: SpmdTensor[Literal['tp:V']]
+        a = self.drop(p)  # E: [spmd-partial] torch.nn.functional.dropout on axis 'tp': P (a pending sum) through a non-linear op
+        reveal_type(self.norm(x))  # N: Any
+        h = self.drop(self.act(x))
+        return h  # E: [return-value] Incompatible return value type

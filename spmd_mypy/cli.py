@@ -1,0 +1,330 @@
+"""``spmd-check PATHS...``: run mypy with the SPMD plugin and say, file by file, what it found.
+
+Usage::
+
+    python -m spmd_mypy.cli examples/
+    python -m spmd_mypy.cli --exit-zero examples/      # a demo: report, but do not fail
+
+It runs mypy once, in this process, over ``PATHS`` and prints every file it
+checked: ``clean``, or each error with its line, the source line, the error
+code, the message and, on a line of its own, the fix the plugin suggests.  A
+summary line counts the errors by code.  The exit status is mypy's: 0 when
+everything is clean, 1 when errors were found (0 with ``--exit-zero``), 2 when
+mypy itself could not run.
+
+Settings.  A mypy configuration of yours (found the way mypy finds one, or
+given with ``--config-file``) is used when it loads the plugin
+(``plugins = spmd_mypy.plugin``).  Otherwise the recommended settings of
+``mypy.ini.example`` are used, and the report says so.
+
+Stubs.  mypy reads the ``spmd_types`` API from its PEP 561 stubs.  When the
+Python environment mypy inspects (and the configured ``mypy_path``) has no
+stubs for ``spmd_types``, as in a source checkout or an editable install, the
+checkout's ``stubs/`` directory is put on ``MYPYPATH`` for the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import re
+import sys
+import tempfile
+import tokenize
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from mypy import api
+from mypy.main import process_options
+from mypy.modulefinder import get_search_dirs
+from mypy.version import __version__ as mypy_version
+
+import spmd_mypy
+
+__all__ = ["Finding", "Settings", "SetupError", "choose_settings", "find_stubs", "main", "parse_output"]
+
+PLUGIN = "spmd_mypy.plugin"
+CHECKOUT = Path(__file__).resolve().parents[1]
+EXAMPLE_CONFIG = CHECKOUT / "mypy.ini.example"
+CHECKOUT_STUBS = CHECKOUT / "stubs"
+# The core of mypy.ini.example, for an installation that does not ship that file.
+MINIMAL_CONFIG = f"[mypy]\nplugins = {PLUGIN}\nallow_redefinition = True\nlocal_partial_types = True\n"
+
+_LINE = re.compile(
+    r"^(?P<path>.+?):(?P<line>\d+)(?::\d+)*: (?P<kind>error|note): (?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$"
+)
+
+
+# -- what mypy reported ----------------------------------------------------------------
+
+
+@dataclass
+class Finding:
+    """One error (or a note on its own) that mypy reported, with the notes that follow it."""
+
+    kind: str  # "error" or "note"
+    line: int
+    code: str | None
+    message: str
+    notes: list[str] = field(default_factory=list)
+
+
+def parse_output(stdout: str) -> tuple[dict[Path, list[Finding]], list[str]]:
+    """mypy's report as findings by (absolute) file, and the lines that belong to no file."""
+    findings: dict[Path, list[Finding]] = {}
+    other: list[str] = []
+    for text in stdout.splitlines():
+        match = _LINE.match(text)
+        if match is None:
+            if text.strip():
+                other.append(text)
+            continue
+        entries = findings.setdefault(Path(match["path"]).resolve(), [])
+        line = int(match["line"])
+        if match["kind"] == "note" and entries and entries[-1].line == line:
+            entries[-1].notes.append(match["message"])
+        else:
+            entries.append(Finding(match["kind"], line, match["code"], match["message"]))
+    return findings, other
+
+
+# -- settings ---------------------------------------------------------------------------
+
+
+class SetupError(Exception):
+    """mypy cannot be set up to check with the plugin (the message says what to do)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The configuration file mypy runs with, why, and the stubs directory it needs (if any)."""
+
+    config_file: str
+    origin: str
+    stubs: Path | None
+
+
+def _options(args: list[str]) -> tuple[list[str], object] | None:
+    """``(files, options)`` as mypy would compute them from ``args``; ``None`` if mypy rejects them."""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+            sources, options = process_options(args)
+    except SystemExit:
+        return None
+    return [source.path for source in sources if source.path], options
+
+
+def choose_settings(paths: Sequence[str], config_file: str | None, scratch: Path) -> Settings:
+    """Pick the configuration (see the module docstring) and find the stubs."""
+    found = _options([*(["--config-file", config_file] if config_file else []), *paths])
+    options = found[1] if found else None
+    user_config = getattr(options, "config_file", None)
+    if user_config and PLUGIN in getattr(options, "plugins", []):
+        return Settings(user_config, f"your {user_config}", find_stubs(options))
+    if config_file:
+        raise SetupError(f"{config_file} does not load the plugin; add `plugins = {PLUGIN}` to its [mypy] section")
+    if EXAMPLE_CONFIG.is_file():
+        chosen, origin = str(EXAMPLE_CONFIG), "the recommended settings of mypy.ini.example"
+    else:
+        chosen, origin = str(scratch / "mypy.ini"), "the plugin's minimal settings"
+        Path(chosen).write_text(MINIMAL_CONFIG)
+    if user_config:
+        origin += f" ({user_config} does not load {PLUGIN})"
+    found = _options(["--config-file", chosen, *paths])
+    return Settings(chosen, origin, find_stubs(found[1] if found else None))
+
+
+def find_stubs(options: object) -> Path | None:
+    """The stubs directory to add to ``MYPYPATH``, or ``None`` when mypy already sees the stubs.
+
+    mypy sees them when ``spmd_types-stubs`` is installed in a directory it
+    searches for the configured Python executable, or when a ``mypy_path``
+    entry holds ``spmd_types/__init__.pyi``.
+    """
+    executable = getattr(options, "python_executable", sys.executable)
+    sys_path, site_packages = get_search_dirs(executable)
+    if any((Path(d) / "spmd_types-stubs" / "__init__.pyi").is_file() for d in [*site_packages, *sys_path]):
+        return None
+    if any((Path(d) / "spmd_types" / "__init__.pyi").is_file() for d in getattr(options, "mypy_path", [])):
+        return None
+    if (CHECKOUT_STUBS / "spmd_types" / "__init__.pyi").is_file():
+        return CHECKOUT_STUBS
+    raise SetupError(
+        "mypy cannot find the spmd_types stubs; install them with `pip install spmd-typecheck` "
+        "(in a source checkout, run spmd-check from the checkout)"
+    )
+
+
+@contextlib.contextmanager
+def _mypy_path(stubs: Path | None) -> Iterator[None]:
+    """Put ``stubs`` in front of ``MYPYPATH`` for the duration of the run."""
+    previous = os.environ.get("MYPYPATH")
+    if stubs is not None:
+        os.environ["MYPYPATH"] = os.pathsep.join(filter(None, [str(stubs), previous]))
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("MYPYPATH", None)
+        else:
+            os.environ["MYPYPATH"] = previous
+
+
+# -- the report -------------------------------------------------------------------------
+
+
+class _Style:
+    """ANSI styling, or none."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, code: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.enabled else text
+
+    def ok(self, text: str) -> str:
+        return self(text, "32")
+
+    def bad(self, text: str) -> str:
+        return self(text, "1;31")
+
+    def bold(self, text: str) -> str:
+        return self(text, "1")
+
+    def dim(self, text: str) -> str:
+        return self(text, "2")
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when it is under it."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _code_line(path: Path, line: int) -> str | None:
+    """Line ``line`` of ``path`` without its comment, or ``None`` if it cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8").splitlines()[line - 1]
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(text.strip() + "\n").readline))
+        comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
+        code = text.strip()[: comment.start[1]] if comment else text.strip()
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        code = text.strip()
+    return code.rstrip() or None
+
+
+def _explain(finding: Finding) -> list[str]:
+    """The message, with the plugin's suggested fix (and each alternative) on a line of its own."""
+    message, _, fix = finding.message.partition("; fix: ")
+    lines = [message]
+    if fix:
+        first, *others = fix.split("), or ")
+        lines.append("fix: " + first + (")" if others else ""))
+        lines += ["  or " + other + (")" if n < len(others) - 1 else "") for n, other in enumerate(others)]
+    return lines + finding.notes
+
+
+def render(files: Sequence[Path], findings: dict[Path, list[Finding]], settings: Settings, out: TextIO, style: _Style) -> None:
+    """Print the header, every file grouped by directory (clean ``__init__.py`` files left out), the summary."""
+    print(
+        style.bold("spmd-check")
+        + f": mypy {mypy_version} with the spmd-typecheck plugin {spmd_mypy.__version__}, using {settings.origin}",
+        file=out,
+    )
+    directory = None
+    for path in sorted(files, key=lambda p: (p.parent, p.name)):
+        entries = sorted(findings.get(path, []), key=lambda f: f.line)
+        errors = [f for f in entries if f.kind == "error"]
+        if not entries and path.name == "__init__.py":
+            continue
+        if path.parent != directory:
+            directory = path.parent
+            print(f"\n{style.bold(_shown(directory) + os.sep)}", file=out)
+        if errors:
+            label = f"{len(errors)} error" + ("s" if len(errors) > 1 else "")
+            print(f"  {style.bad(f'{label:<9}')} {style.bold(path.name)}", file=out)
+        else:
+            print(f"  {style.ok('clean')}     {path.name}", file=out)
+        for finding in entries:
+            tag = style.bad(f"[{finding.code}]") if finding.kind == "error" else style.dim("note")
+            print(f"      line {finding.line}  {tag}", file=out)
+            code = _code_line(path, finding.line)
+            if code:
+                print(f"        {style.dim('>')} {code}", file=out)
+            for text in _explain(finding):
+                print(f"        {text}", file=out)
+    print(file=out)
+    print(summary(files, {path: [f for f in found if f.kind == "error"] for path, found in findings.items()}), file=out)
+
+
+def summary(files: Sequence[Path], errors: dict[Path, list[Finding]]) -> str:
+    """One line: how many errors of which code, in how many files, and how many files are clean."""
+    counts = Counter(f.code or "no code" for path in files for f in errors.get(path, []))
+    flagged = sum(1 for path in files if errors.get(path))
+    clean = len(files) - flagged
+    if not counts:
+        return f"All {len(files)} files are clean." if len(files) != 1 else "The file is clean."
+    total = sum(counts.values())
+    by_code = ", ".join(f"{n} {code}" for code, n in sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    return (
+        f"{total} error{'s' if total > 1 else ''} in {flagged} file{'s' if flagged > 1 else ''} ({by_code}); "
+        f"{clean} file{'s' if clean != 1 else ''} clean."
+    )
+
+
+# -- entry point ------------------------------------------------------------------------
+
+
+def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="spmd-check",
+        description="Run mypy with the spmd-typecheck plugin and report, file by file, the SPMD errors it finds.",
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to check")
+    parser.add_argument("--config-file", help="a mypy configuration that loads the plugin (default: found as mypy does)")
+    parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when errors are found (for demos)")
+    parser.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colored output")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the check; the exit status (see the module docstring)."""
+    args = _arguments(argv)
+    out = out or sys.stdout
+    with tempfile.TemporaryDirectory() as scratch:
+        try:
+            settings = choose_settings(args.paths, args.config_file, Path(scratch))
+        except SetupError as error:
+            print(f"spmd-check: {error}", file=sys.stderr)
+            return 2
+        found = _options(["--config-file", settings.config_file, *args.paths])
+        with _mypy_path(settings.stubs):
+            stdout, stderr, status = api.run(
+                ["--config-file", settings.config_file, "--show-absolute-path", "--show-error-codes",
+                 "--hide-error-context", "--no-pretty", "--no-error-summary", *args.paths]
+            )
+    if status not in (0, 1) or found is None:
+        out.write(stdout + stderr)
+        print(f"spmd-check: mypy could not check {' '.join(args.paths)} (exit status {status})", file=out)
+        return 2
+    findings, other = parse_output(stdout)
+    files = [Path(path).resolve() for path in found[0]]
+    color = args.color == "always" or (args.color == "auto" and out.isatty() and "NO_COLOR" not in os.environ)
+    render(files, findings, settings, out, _Style(color))
+    for text in other:
+        print(text, file=out)
+    return 1 if status == 1 and not args.exit_zero else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
