@@ -318,11 +318,16 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         print(f"spmd-check: mypy could not check {' '.join(args.paths)} (exit status {status})", file=out)
         return 2
     findings, other = parse_output(stdout)
-    files = [Path(path).resolve() for path in found[0]]
+    # The files given, and any other file mypy reported errors in (a module they import).
+    files = sorted({Path(path).resolve() for path in found[0]} | {path for path, entries in findings.items() if entries})
     color = args.color == "always" or (args.color == "auto" and out.isatty() and "NO_COLOR" not in os.environ)
-    render(files, findings, settings, out, _Style(color))
-    for text in other:
-        print(text, file=out)
+    try:
+        render(files, findings, settings, out, _Style(color))
+        for text in other:
+            print(text, file=out)
+        out.flush()
+    except BrokenPipeError:  # the reader stopped early (`spmd-check ... | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
     return 1 if status == 1 and not args.exit_zero else 0
 
 

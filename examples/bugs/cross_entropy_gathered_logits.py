@@ -37,6 +37,7 @@ class LMHeadWithGatheredLogits(vpce.VocabParallelLMHead):
 
 
 EXAMPLE = replace(vpce.EXAMPLE, module=LMHeadWithGatheredLogits)
+WRONG = ("output",)  # what the simulated run gets wrong
 
 if __name__ == "__main__":
     print(EXAMPLE.run())

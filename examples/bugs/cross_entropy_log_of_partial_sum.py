@@ -44,6 +44,7 @@ class LMHeadSummingLogs(vpce.VocabParallelLMHead):
 
 
 EXAMPLE = replace(vpce.EXAMPLE, module=LMHeadSummingLogs)
+WRONG = ("output", "grad weight", "grad hidden (input)")  # what the simulated run gets wrong
 
 if __name__ == "__main__":
     print(EXAMPLE.run())

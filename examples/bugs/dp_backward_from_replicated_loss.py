@@ -43,6 +43,7 @@ def train_step_replicated_loss(
 
 
 EXAMPLE = replace(dpl.EXAMPLE, step=train_step_replicated_loss)
+WRONG = ("grad embedding", "grad output")  # what the simulated run gets wrong
 
 if __name__ == "__main__":
     print(EXAMPLE.run())

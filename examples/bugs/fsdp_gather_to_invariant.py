@@ -33,6 +33,7 @@ class LinearGatheredToInvariant(fsdp_linear.FullyShardedLinear):
 
 
 EXAMPLE = replace(fsdp_linear.EXAMPLE, module=LinearGatheredToInvariant)
+WRONG = ("grad weight", "grad bias")  # what the simulated run gets wrong
 
 if __name__ == "__main__":
     print(EXAMPLE.run())

@@ -43,6 +43,7 @@ class MoEWithDuplicatedTokens(moe.ExpertParallelMoE):
 
 
 EXAMPLE = replace(moe.EXAMPLE, module=MoEWithDuplicatedTokens)
+WRONG = ("output",)  # what the simulated run gets wrong
 
 if __name__ == "__main__":
     print(EXAMPLE.run())

@@ -35,6 +35,7 @@ class NormWeightNotReduced(sp.SequenceParallelAttention):
 
 
 EXAMPLE = replace(sp.EXAMPLE, module=NormWeightNotReduced)
+WRONG = ("grad norm_weight",)  # what the simulated run gets wrong
 
 if __name__ == "__main__":
     print(EXAMPLE.run())

@@ -33,6 +33,7 @@ class MLPWithBiasBeforeReduction(tp_mlp.TensorParallelMLP):
 
 
 EXAMPLE = replace(tp_mlp.EXAMPLE, module=MLPWithBiasBeforeReduction)
+WRONG = ("output",)  # what the simulated run gets wrong
 
 if __name__ == "__main__":
     print(EXAMPLE.run())

@@ -26,6 +26,7 @@ class MLPReducedTwice(tp_mlp.TensorParallelMLP):
 
 
 EXAMPLE = replace(tp_mlp.EXAMPLE, module=MLPReducedTwice)
+WRONG = ("output",)  # what the simulated run gets wrong
 
 if __name__ == "__main__":
     print(EXAMPLE.run())

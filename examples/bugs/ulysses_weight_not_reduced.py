@@ -40,6 +40,7 @@ class UlyssesWeightNotReduced(ulysses.UlyssesAttention):
 
 
 EXAMPLE = replace(ulysses.EXAMPLE, module=UlyssesWeightNotReduced)
+WRONG = ("grad out_weight",)  # what the simulated run gets wrong
 
 if __name__ == "__main__":
     print(EXAMPLE.run())

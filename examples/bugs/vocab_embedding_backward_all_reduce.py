@@ -32,6 +32,7 @@ class EmbeddingWithSummingBackward(vpe.VocabParallelEmbedding):
 
 
 EXAMPLE = replace(vpe.EXAMPLE, module=EmbeddingWithSummingBackward)
+WRONG = ("grad weight",)  # what the simulated run gets wrong
 
 if __name__ == "__main__":
     print(EXAMPLE.run())

@@ -1,0 +1,222 @@
+"""``python -m spmd_mypy.cli``: the report, the exit status, the settings and stubs it picks.
+
+The mypy runs share one cache directory (``MYPY_CACHE_DIR``), so torch is
+analysed once; every test checks files of its own module names.
+"""
+
+from __future__ import annotations
+
+import configparser
+import io
+import sys
+from pathlib import Path
+
+import pytest
+from example_catalog import EXAMPLES, ROOT, buggy_twins, correct_examples, source
+
+from spmd_mypy import cli
+from tests.plugin.harness import CaseFile
+
+BUGGY = '''\
+from typing import Annotated
+
+import torch.nn.functional as F
+from torch import Tensor
+
+from spmd_types import I, P, R, S, all_reduce
+
+
+def layer(x: Annotated[Tensor, I["tp"]], w: Annotated[Tensor, S["tp", 0]]) -> Annotated[Tensor, R["tp"]]:
+    h = F.linear(x, w)  # the input is I: a spmd-mix error
+    p: Annotated[Tensor, P["tp"]] = h.sum()
+    return all_reduce(p, "tp", dst=I)  # I returned where R is declared: a spmd-boundary error
+'''
+
+CLEAN = '''\
+from typing import Annotated
+
+from torch import Tensor
+
+from spmd_types import P, R, all_reduce
+
+
+def reduce(p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    return all_reduce(p, "tp", dst=R)
+'''
+
+
+@pytest.fixture(autouse=True)
+def shared_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path_factory.getbasetemp() / "cli-mypy-cache"
+    monkeypatch.setenv("MYPY_CACHE_DIR", str(root))
+
+
+def run(args: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    status = cli.main(args, out)
+    return status, out.getvalue()
+
+
+def blocks(report: str) -> dict[str, str]:
+    """The report's text for each file, by file name."""
+    found: dict[str, str] = {}
+    name = None
+    for line in report.splitlines():
+        words = line.split()
+        if line.startswith("  ") and not line.startswith("   ") and words and words[-1].endswith(".py"):
+            name = words[-1]
+            found[name] = ""
+        elif not line.startswith("  "):
+            name = None
+        if name is not None:
+            found[name] += line + "\n"
+    return found
+
+
+def user_config(directory: Path, plugins: bool, **mypy_options: str) -> Path:
+    """A mypy.ini in ``directory``: mypy.ini.example's sections, with or without the plugin."""
+    config = configparser.ConfigParser(interpolation=None)
+    config.read_string((ROOT / "mypy.ini.example").read_text())
+    if not plugins:
+        del config["mypy"]["plugins"]
+    config["mypy"].update(mypy_options)
+    path = directory / "mypy.ini"
+    with path.open("w") as handle:
+        config.write(handle)
+    return path
+
+
+def test_demo_reports_every_example(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``spmd-check examples/`` (the demo): correct examples clean, each twin with exactly its marked errors."""
+    monkeypatch.chdir(ROOT)
+    status, report = run([str(EXAMPLES.relative_to(ROOT))])
+    assert status == 1, report
+    assert "using the recommended settings of mypy.ini.example" in report.splitlines()[0]
+    by_file = blocks(report)
+    for module in correct_examples():
+        assert by_file[source(module).name].split()[0] == "clean", report
+    marked = 0
+    for module in buggy_twins():
+        text = by_file[source(module).name]
+        marks = [(line, mark.code) for line, found in CaseFile.read(source(module)).expected.items() for mark in found]
+        marked += len(marks)
+        assert text.split()[:2] == [str(len(marks)), "error" if len(marks) == 1 else "errors"], text
+        for line, code in marks:
+            assert f"line {line}  [{code}]" in text, text
+    assert report.rstrip().splitlines()[-1].startswith(f"{marked} errors in {len(buggy_twins())} files ("), report
+
+
+def test_exit_zero_reports_but_does_not_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    twin = source(buggy_twins()[0]).relative_to(ROOT)
+    status, report = run(["--exit-zero", str(twin)])
+    assert status == 0
+    assert "1 error" in report and "0 files clean." in report
+
+
+def test_clean_file_exits_zero(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "clean_reduce.py").write_text(CLEAN)
+    monkeypatch.chdir(tmp_path)
+    status, report = run(["clean_reduce.py"])
+    assert status == 0, report
+    assert "clean     clean_reduce.py" in report
+    assert report.rstrip().endswith("The file is clean.")
+
+
+def test_errors_show_line_code_source_and_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "buggy_layer.py").write_text(BUGGY)
+    monkeypatch.chdir(tmp_path)
+    status, report = run(["buggy_layer.py"])
+    assert status == 1, report
+    text = blocks(report)["buggy_layer.py"]
+    assert "line 10  [spmd-mix]" in text and "line 12  [spmd-boundary]" in text
+    assert "> h = F.linear(x, w)\n" in text  # the source line, without its comment
+    assert 'fix: convert(x, "tp", src=I, dst=R)' in text
+    assert report.rstrip().endswith("2 errors in 1 file (1 spmd-boundary, 1 spmd-mix); 0 files clean.")
+
+
+def test_a_user_config_that_loads_the_plugin_is_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "buggy_layer_own_config.py").write_text(BUGGY)
+    user_config(tmp_path, plugins=True, disable_error_code="spmd-mix")
+    monkeypatch.chdir(tmp_path)
+    status, report = run(["buggy_layer_own_config.py"])
+    assert status == 1, report
+    assert "using your mypy.ini" in report.splitlines()[0]
+    assert "[spmd-boundary]" in report and "[spmd-mix]" not in report
+
+
+def test_a_user_config_without_the_plugin_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "buggy_layer_no_plugin.py").write_text(BUGGY)
+    user_config(tmp_path, plugins=False)
+    monkeypatch.chdir(tmp_path)
+    status, report = run(["buggy_layer_no_plugin.py"])
+    assert status == 1, report
+    assert "(mypy.ini does not load spmd_mypy.plugin)" in report.splitlines()[0]
+    assert "[spmd-mix]" in report
+
+
+def test_a_named_config_without_the_plugin_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = user_config(tmp_path, plugins=False)
+    (tmp_path / "empty_module.py").write_text("")
+    status, _ = run(["--config-file", str(config), str(tmp_path / "empty_module.py")])
+    assert status == 2
+    assert "does not load the plugin" in capsys.readouterr().err
+
+
+def test_mypy_failure_exits_two(tmp_path: Path) -> None:
+    status, report = run([str(tmp_path / "missing.py")])
+    assert status == 2
+    assert "could not check" in report
+
+
+# -- stubs ------------------------------------------------------------------------------
+
+
+class _Options:
+    def __init__(self, mypy_path: list[str]) -> None:
+        self.python_executable = sys.executable
+        self.mypy_path = mypy_path
+
+
+def test_checkout_stubs_when_none_are_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(cli, "get_search_dirs", lambda executable: ([str(tmp_path)], [str(tmp_path)]))
+    assert cli.find_stubs(_Options([])) == ROOT / "stubs"
+
+
+def test_no_stubs_path_when_the_stubs_package_is_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "spmd_types-stubs").mkdir()
+    (tmp_path / "spmd_types-stubs" / "__init__.pyi").write_text("")
+    monkeypatch.setattr(cli, "get_search_dirs", lambda executable: ([], [str(tmp_path)]))
+    assert cli.find_stubs(_Options([])) is None
+
+
+def test_no_stubs_path_when_mypy_path_has_them(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(cli, "get_search_dirs", lambda executable: ([], []))
+    assert cli.find_stubs(_Options([str(ROOT / "stubs")])) is None
+
+
+def test_missing_stubs_are_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(cli, "get_search_dirs", lambda executable: ([], []))
+    monkeypatch.setattr(cli, "CHECKOUT_STUBS", tmp_path)
+    with pytest.raises(cli.SetupError, match="pip install"):
+        cli.find_stubs(_Options([]))
+
+
+# -- parsing mypy's output -------------------------------------------------------------
+
+
+def test_parse_output_attaches_notes_and_keeps_stray_lines(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    stdout = (
+        f"{path}:3:5: error: Argument 1 has incompatible type  [arg-type]\n"
+        f'{path}:3:5: note: "dict" is invariant\n'
+        f"{path}:7: note: Revealed type is \"int\"\n"
+        f"{path}:9: error: on axis 'tp': I does not mix with V; fix: convert(w, \"tp\", src=I, dst=R)  [spmd-mix]\n"
+        "mypy: some message about the run\n"
+    )
+    findings, other = cli.parse_output(stdout)
+    first, note, mix = findings[path.resolve()]
+    assert (first.kind, first.line, first.code, first.notes) == ("error", 3, "arg-type", ['"dict" is invariant'])
+    assert (note.kind, note.line, note.code) == ("note", 7, None)
+    assert mix.code == "spmd-mix" and mix.message.endswith('dst=R)')
+    assert other == ["mypy: some message about the run"]
