@@ -37,6 +37,7 @@ from spmd_types.typesystem import LocalType, Shard, SpmdType, gradient_type, spm
 __all__ = [
     "Comparison",
     "ModuleExample",
+    "collector",
     "declared_parameter_types",
     "declared_signature",
     "double_precision",
@@ -218,11 +219,11 @@ class ModuleExample:
                     return comparison
                 param_types = declared_parameter_types(module)
                 for name, p in module.named_parameters():
-                    got = _collector(world, p.grad, _gradient(param_types[name]))
+                    got = collector(world, p.grad, _gradient(param_types[name]))
                     comparison.compare(f"grad {name}", got, want.param_grads[name])
                 for name, arg, t, grad in zip(_argument_names(module), args, arg_types, want.input_grads):
                     if arg.is_floating_point():
-                        comparison.compare(f"grad {name} (input)", _collector(world, arg.grad, _gradient(t)), grad)
+                        comparison.compare(f"grad {name} (input)", collector(world, arg.grad, _gradient(t)), grad)
         return comparison
 
     def _reference(self, full: dict[str, torch.Tensor], inputs: tuple[torch.Tensor, ...], generator: torch.Generator) -> _Reference:
@@ -253,8 +254,9 @@ def _gradient(spmd_type: SpmdType) -> SpmdType:
     return SpmdType(grads)
 
 
-def _collector(world: World, grad: torch.Tensor | None, spmd_type: SpmdType) -> Callable[[], torch.Tensor | None]:
-    return lambda: None if grad is None else world.collect(grad, spmd_type)
+def collector(world: World, local: torch.Tensor | None, spmd_type: SpmdType) -> Callable[[], torch.Tensor | None]:
+    """What :meth:`Comparison.compare` calls for the global value of ``local`` (``None``: no value, e.g. no gradient)."""
+    return lambda: None if local is None else world.collect(local, spmd_type)
 
 
 def _argument_names(module: nn.Module) -> list[str]:

@@ -39,9 +39,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from examples.comparison import Comparison, declared_parameter_types, double_precision, load_random_parameters
+from examples.comparison import Comparison, collector, double_precision, load_random_parameters
 from examples.simulation import simulated_mesh
 from spmd_types import P, R, S, Spmd, V, all_reduce, reinterpret
+from spmd_types.typesystem import SpmdType
 
 IGNORE = -100  # the target of a padding position
 Batch = Spmd[Tensor, "dp:S(0)"]  # the alias spelling that keeps the SPMD type
@@ -92,6 +93,9 @@ def reference(params: Mapping[str, Tensor], micro_batches: Sequence[tuple[Tensor
 
 # -- running it on simulated ranks ------------------------------------------------------
 
+SHARDED = SpmdType({"dp": S(0)})  # the batches' layout
+REPLICATED = SpmdType({"dp": R})  # the logged loss, and the gradients once synchronized
+
 
 @dataclass(frozen=True)
 class TrainingExample:
@@ -114,16 +118,12 @@ class TrainingExample:
                 params = {name: value.clone().requires_grad_() for name, value in full.items()}
                 want = reference(params, batches)
                 want.backward()
-            shard = declared_parameter_types(model)["embedding"].with_axis("dp", S(0))
-            local = [(world.distribute(x, shard, generator), world.distribute(y, shard, generator)) for x, y in batches]
+            local = [(world.distribute(x, SHARDED, generator), world.distribute(y, SHARDED, generator)) for x, y in batches]
             loss = self.step(model, local)
-            replicated = declared_parameter_types(model)["embedding"]
             with world.one_device():
-                comparison.compare("loss", lambda: world.collect(loss, replicated), want.detach())
+                comparison.compare("loss", collector(world, loss, REPLICATED), want.detach())
                 for name, p in model.named_parameters():
-                    grad = p.grad
-                    collect = (lambda g: lambda: None if g is None else world.collect(g, replicated))(grad)
-                    comparison.compare(f"grad {name}", collect, params[name].grad)
+                    comparison.compare(f"grad {name}", collector(world, p.grad, REPLICATED), params[name].grad)
         return comparison
 
     def _micro_batch(self, generator: torch.Generator) -> tuple[Tensor, Tensor]:

@@ -102,7 +102,7 @@ class World:
 
         Raises :class:`ReplicasDiffer` where the type says the ranks agree and they do not.
         """
-        pieces = {self.coords[rank]: tensor for rank, tensor in per_rank(local, self.size).items()}
+        pieces = {self.coords[rank]: tensor for rank, tensor in _per_rank(local, self.size).items()}
         with self.one_device():
             for axis, t in zip(reversed(list(self.sizes)), reversed(self.axis_types(spmd_type))):
                 groups: dict[Coords, list[torch.Tensor]] = {}
@@ -116,7 +116,7 @@ class World:
         return self.mode.disable()
 
 
-def per_rank(x: torch.Tensor, world_size: int) -> dict[int, torch.Tensor]:
+def _per_rank(x: torch.Tensor, world_size: int) -> dict[int, torch.Tensor]:
     """Rank -> local tensor of ``x``; a plain tensor is the same on every rank."""
     if isinstance(x, LocalTensor):
         return {rank: t.detach() for rank, t in x._local_tensors.items()}

@@ -9,6 +9,7 @@ twin has exactly the errors marked on its lines.
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from example_catalog import EXAMPLES, buggy_twins, correct_examples, source
@@ -32,7 +33,7 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[Path, dict[int, li
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(EXAMPLES)))
-def test_reports_exactly_the_marked_errors(reports, path: Path) -> None:
+def test_reports_exactly_the_marked_errors(reports: dict[Path, dict[int, list[Reported]]], path: Path) -> None:
     problems = mismatches(CaseFile.read(path), reports.get(path, {}))
     assert not problems, "\n".join(problems)
 
@@ -46,11 +47,11 @@ def test_every_twin_marks_a_coded_error(path: Path) -> None:
 
 
 @pytest.mark.parametrize("module", correct_examples(), ids=lambda m: m.__name__)
-def test_correct_examples_mark_nothing(module) -> None:
+def test_correct_examples_mark_nothing(module: ModuleType) -> None:
     assert not CaseFile.read(source(module)).expected
 
 
 @pytest.mark.parametrize("module", correct_examples(), ids=lambda m: m.__name__)
-def test_every_example_has_a_buggy_twin(module) -> None:
+def test_every_example_has_a_buggy_twin(module: ModuleType) -> None:
     twins = [twin.__name__ for twin in buggy_twins() if module in vars(twin).values()]
     assert twins, f"no module in examples/bugs imports {module.__name__}"
