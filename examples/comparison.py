@@ -125,11 +125,10 @@ def declared_parameter_types(module: nn.Module) -> dict[str, SpmdType]:
     return types
 
 
-def declared_signature(module: nn.Module) -> tuple[list[SpmdType], SpmdType]:
-    """The declared SPMD types of ``module.forward``'s arguments and of its result."""
+def declared_signature(module: nn.Module) -> tuple[dict[str, SpmdType], SpmdType]:
+    """The declared SPMD types of ``module.forward``'s arguments (by name, in order) and of its result."""
     forward = type(module).forward
     hints = typing.get_type_hints(forward, include_extras=True)
-    names = list(inspect.signature(forward).parameters)[1:]  # after self
 
     def declared(name: str) -> SpmdType:
         found = spmd_type_of_hint(hints.get(name))
@@ -137,7 +136,8 @@ def declared_signature(module: nn.Module) -> tuple[list[SpmdType], SpmdType]:
             raise TypeError(f"{type(module).__name__}.forward does not declare the SPMD type of {name!r}")
         return found
 
-    return [declared(name) for name in names], declared("return")
+    names = list(inspect.signature(forward).parameters)[1:]  # after self
+    return {name: declared(name) for name in names}, declared("return")
 
 
 @contextlib.contextmanager
@@ -208,7 +208,7 @@ class ModuleExample:
                 inputs = self.inputs(generator)
                 want = self._reference(full, inputs, generator)
             arg_types, out_type = declared_signature(module)
-            args = [_leaf(world.distribute(x, t, generator)) for x, t in zip(inputs, arg_types)]
+            args = [_leaf(world.distribute(x, t, generator)) for x, t in zip(inputs, arg_types.values(), strict=True)]
             out = module(*args)
             fits = world.global_shape(out.shape, out_type) == want.output.shape
             if fits:  # else no cotangent fits: the forward went wrong already
@@ -221,7 +221,7 @@ class ModuleExample:
                 for name, p in module.named_parameters():
                     got = collector(world, p.grad, _gradient(param_types[name]))
                     comparison.compare(f"grad {name}", got, want.param_grads[name])
-                for name, arg, t, grad in zip(_argument_names(module), args, arg_types, want.input_grads):
+                for (name, t), arg, grad in zip(arg_types.items(), args, want.input_grads):
                     if arg.is_floating_point():
                         comparison.compare(f"grad {name} (input)", collector(world, arg.grad, _gradient(t)), grad)
         return comparison
@@ -258,6 +258,3 @@ def collector(world: World, local: torch.Tensor | None, spmd_type: SpmdType) -> 
     """What :meth:`Comparison.compare` calls for the global value of ``local`` (``None``: no value, e.g. no gradient)."""
     return lambda: None if local is None else world.collect(local, spmd_type)
 
-
-def _argument_names(module: nn.Module) -> list[str]:
-    return list(inspect.signature(type(module).forward).parameters)[1:]
