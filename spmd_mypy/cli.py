@@ -42,6 +42,7 @@ from typing import TextIO
 from mypy import api
 from mypy.main import process_options
 from mypy.modulefinder import get_search_dirs
+from mypy.options import Options
 from mypy.version import __version__ as mypy_version
 
 import spmd_mypy
@@ -50,9 +51,10 @@ __all__ = ["Finding", "Settings", "SetupError", "choose_settings", "find_stubs",
 
 PLUGIN = "spmd_mypy.plugin"
 CHECKOUT = Path(__file__).resolve().parents[1]
-EXAMPLE_CONFIG = CHECKOUT / "mypy.ini.example"
+# mypy.ini.example: shipped inside the package, or at the root of a source checkout.
+EXAMPLE_CONFIGS = (Path(__file__).resolve().parent / "mypy.ini.example", CHECKOUT / "mypy.ini.example")
 CHECKOUT_STUBS = CHECKOUT / "stubs"
-# The core of mypy.ini.example, for an installation that does not ship that file.
+# The core of mypy.ini.example, for an installation that ships neither.
 MINIMAL_CONFIG = f"[mypy]\nplugins = {PLUGIN}\nallow_redefinition = True\nlocal_partial_types = True\n"
 
 _LINE = re.compile(
@@ -109,7 +111,7 @@ class Settings:
     stubs: Path | None
 
 
-def _options(args: list[str]) -> tuple[list[str], object] | None:
+def _options(args: list[str]) -> tuple[list[str], Options] | None:
     """``(files, options)`` as mypy would compute them from ``args``; ``None`` if mypy rejects them."""
     try:
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
@@ -122,35 +124,35 @@ def _options(args: list[str]) -> tuple[list[str], object] | None:
 def choose_settings(paths: Sequence[str], config_file: str | None, scratch: Path) -> Settings:
     """Pick the configuration (see the module docstring) and find the stubs."""
     found = _options([*(["--config-file", config_file] if config_file else []), *paths])
-    options = found[1] if found else None
-    user_config = getattr(options, "config_file", None)
-    if user_config and PLUGIN in getattr(options, "plugins", []):
+    options = found[1] if found else Options()
+    user_config = options.config_file
+    if user_config and PLUGIN in options.plugins:
         return Settings(user_config, f"your {user_config}", find_stubs(options))
     if config_file:
         raise SetupError(f"{config_file} does not load the plugin; add `plugins = {PLUGIN}` to its [mypy] section")
-    if EXAMPLE_CONFIG.is_file():
-        chosen, origin = str(EXAMPLE_CONFIG), "the recommended settings of mypy.ini.example"
+    example = next((path for path in EXAMPLE_CONFIGS if path.is_file()), None)
+    if example is not None:
+        chosen, origin = str(example), "the recommended settings of mypy.ini.example"
     else:
         chosen, origin = str(scratch / "mypy.ini"), "the plugin's minimal settings"
         Path(chosen).write_text(MINIMAL_CONFIG)
     if user_config:
         origin += f" ({user_config} does not load {PLUGIN})"
     found = _options(["--config-file", chosen, *paths])
-    return Settings(chosen, origin, find_stubs(found[1] if found else None))
+    return Settings(chosen, origin, find_stubs(found[1] if found else Options()))
 
 
-def find_stubs(options: object) -> Path | None:
+def find_stubs(options: Options) -> Path | None:
     """The stubs directory to add to ``MYPYPATH``, or ``None`` when mypy already sees the stubs.
 
     mypy sees them when ``spmd_types-stubs`` is installed in a directory it
     searches for the configured Python executable, or when a ``mypy_path``
     entry holds ``spmd_types/__init__.pyi``.
     """
-    executable = getattr(options, "python_executable", sys.executable)
-    sys_path, site_packages = get_search_dirs(executable)
+    sys_path, site_packages = get_search_dirs(options.python_executable or sys.executable)
     if any((Path(d) / "spmd_types-stubs" / "__init__.pyi").is_file() for d in [*site_packages, *sys_path]):
         return None
-    if any((Path(d) / "spmd_types" / "__init__.pyi").is_file() for d in getattr(options, "mypy_path", [])):
+    if any((Path(d) / "spmd_types" / "__init__.pyi").is_file() for d in options.mypy_path):
         return None
     if (CHECKOUT_STUBS / "spmd_types" / "__init__.pyi").is_file():
         return CHECKOUT_STUBS

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import configparser
 import io
-import sys
 from pathlib import Path
 
 import pytest
 from example_catalog import EXAMPLES, ROOT, buggy_twins, correct_examples, source
+from mypy.options import Options
 
 from spmd_mypy import cli
 from tests.plugin.harness import CaseFile
@@ -172,34 +172,34 @@ def test_mypy_failure_exits_two(tmp_path: Path) -> None:
 # -- stubs ------------------------------------------------------------------------------
 
 
-class _Options:
-    def __init__(self, mypy_path: list[str]) -> None:
-        self.python_executable = sys.executable
-        self.mypy_path = mypy_path
+def options(mypy_path: list[str]) -> Options:
+    found = Options()
+    found.mypy_path = mypy_path
+    return found
 
 
 def test_checkout_stubs_when_none_are_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(cli, "get_search_dirs", lambda executable: ([str(tmp_path)], [str(tmp_path)]))
-    assert cli.find_stubs(_Options([])) == ROOT / "stubs"
+    assert cli.find_stubs(options([])) == ROOT / "stubs"
 
 
 def test_no_stubs_path_when_the_stubs_package_is_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (tmp_path / "spmd_types-stubs").mkdir()
     (tmp_path / "spmd_types-stubs" / "__init__.pyi").write_text("")
     monkeypatch.setattr(cli, "get_search_dirs", lambda executable: ([], [str(tmp_path)]))
-    assert cli.find_stubs(_Options([])) is None
+    assert cli.find_stubs(options([])) is None
 
 
 def test_no_stubs_path_when_mypy_path_has_them(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(cli, "get_search_dirs", lambda executable: ([], []))
-    assert cli.find_stubs(_Options([str(ROOT / "stubs")])) is None
+    assert cli.find_stubs(options([str(ROOT / "stubs")])) is None
 
 
 def test_missing_stubs_are_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(cli, "get_search_dirs", lambda executable: ([], []))
     monkeypatch.setattr(cli, "CHECKOUT_STUBS", tmp_path)
     with pytest.raises(cli.SetupError, match="pip install"):
-        cli.find_stubs(_Options([]))
+        cli.find_stubs(options([]))
 
 
 # -- parsing mypy's output -------------------------------------------------------------
