@@ -17,6 +17,10 @@ Where the communication is::
 * ``convert(x, "tp", src=I, dst=R)`` is Megatron's
   ``copy_to_tensor_model_parallel_region``: every rank uses the same ``x``,
   but each contributes only part of its gradient, so the backward sums them.
+* ``reinterpret(..., "tp", src=V, dst=P)`` states what ``fc2``'s local
+  matmul computes: it contracts over this rank's slice of the hidden
+  features, so its result is this rank's summand of the output.  (A local
+  type cannot see which dim a matmul contracts; this no-op says it.)
 * ``all_reduce(partial, "tp", dst=I)`` is
   ``reduce_from_tensor_model_parallel_region``: the forward sums the partial
   outputs; the gradient of an invariant value is already whole on every rank.
