@@ -34,7 +34,7 @@ from mypy.types import (
 )
 
 from spmd_mypy.compat import declared_return_type, is_declaration
-from spmd_mypy.encoding import AXIS_GROUP, SPMD_PARAMETER, SPMD_TENSOR, Divergent, Encoder
+from spmd_mypy.encoding import AXIS_GROUP, SPMD_PARAMETER, SPMD_TENSOR, TENSOR_CLASS, Divergent, Encoder
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_types.typesystem import Code, SpmdType, Violation, check_fits
@@ -207,12 +207,22 @@ def fit_declared(
     else:
         return result
     declared, value = Encoder.read(expected), Encoder.read(result)
-    if not isinstance(declared, SpmdType) or not isinstance(value, SpmdType):
+    if not isinstance(declared, SpmdType):
+        return result
+    if value is None:
+        # A tensor without an SPMD type is accepted wherever one is declared, like Any.
+        return expected if _is_plain_tensor(result) else result
+    if not isinstance(value, SpmdType):
         return result
     violations = check_fits(value, declared)
     value_name = spell(context) if isinstance(context, Expression) else "x"
     session.reporter.violations(api, violations, context, where, value=value_name, operator=operator)
     return expected
+
+
+def _is_plain_tensor(typ: Type) -> bool:
+    proper = get_proper_type(typ)
+    return isinstance(proper, Instance) and proper.type.has_base(TENSOR_CLASS)
 
 
 def _is_declaration(typ: Type) -> bool:

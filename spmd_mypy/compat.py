@@ -24,6 +24,7 @@ from mypy.types import ExtraAttrs, FunctionLike, Instance, LiteralType, Type
 __all__ = [
     "analyze_base",
     "bind_method",
+    "checked_file",
     "declared_return_type",
     "expression_type",
     "final_str_value",
@@ -82,6 +83,12 @@ def analyze_base(api: TypeAnalyzerPluginInterface, typ: Type) -> Type:
         result: Type = anal_type(typ, allow_typed_dict_special_forms=allow)
         return result
     return api.analyze_type(typ)
+
+
+def checked_file(api: CheckerPluginInterface) -> MypyFile | None:
+    """The module the checker is checking (to read its imports)."""
+    tree = getattr(api, "tree", None)
+    return tree if isinstance(tree, MypyFile) else None
 
 
 def declared_return_type(api: CheckerPluginInterface) -> Type | None:

@@ -36,6 +36,7 @@ from spmd_types.typesystem import (
     Code,
     Operand,
     OpRule,
+    Result,
     SpmdType,
     apply_op,
     check_backward,
@@ -167,9 +168,12 @@ def _apply(
     operator: bool = False,
 ) -> Type:
     default = ctx.default_return_type
-    # Outside modules that use SPMD types, only values that already have one are followed.
-    if not (arguments.typed or session.uses_spmd(ctx.api)):
-        return default
+    # Only values that already have an SPMD type are followed, and constants in
+    # modules that use SPMD types; anything else stays a plain tensor, accepted
+    # like Any where it goes into an SPMD declaration (a fresh nn.Parameter).
+    constant = rule.result in (Result.WEAK, Result.ZERO) and session.uses_spmd(ctx.api)
+    if not (arguments.typed or constant):
+        return fit_declared(session, ctx.api, default, ctx.context, operator=operator)
     returns_tensor = contains_tensor(default)
     untyped = isinstance(get_proper_type(default), AnyType)  # a torch method without annotations
     if not (rule.inplace or returns_tensor or untyped):

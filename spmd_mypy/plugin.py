@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from mypy.nodes import Import, ImportAll, ImportFrom, MypyFile, TypeInfo
+from mypy.nodes import MypyFile, TypeInfo
 from mypy.options import Options
 from mypy.plugin import (
     AnalyzeTypeContext,
@@ -73,13 +73,6 @@ class SpmdPlugin(Plugin):
 
     def report_config_data(self, ctx: ReportConfigContext) -> object:
         return {"version": spmd_mypy.__version__, "rules": self._fingerprint, **self._options.as_data()}
-
-    def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
-        if _imports_spmd_types(file):
-            self._session.spmd_paths.add(file.path)
-        else:
-            self._session.spmd_paths.discard(file.path)
-        return []
 
     # -- annotations -----------------------------------------------------------------
 
@@ -243,15 +236,6 @@ def _class_of(typ: object) -> TypeInfo | None:
     if isinstance(typ, TypeType) and isinstance(typ.item, Instance):
         return typ.item.type
     return None
-
-
-def _imports_spmd_types(file: MypyFile) -> bool:
-    for node in file.imports:
-        if isinstance(node, Import) and any(name.split(".")[0] == "spmd_types" for name, _ in node.ids):
-            return True
-        if isinstance(node, (ImportFrom, ImportAll)) and node.id.split(".")[0] == "spmd_types":
-            return True
-    return False
 
 
 def plugin(version: str) -> type[Plugin]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mypy.nodes import Context, MypyFile
+from mypy.nodes import Context, Import, ImportAll, ImportFrom, MypyFile
 from mypy.plugin import CheckerPluginInterface
 from mypy.types import CallableType
 
+from spmd_mypy.compat import checked_file
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.report import Reporter
@@ -19,10 +20,9 @@ __all__ = ["Session"]
 class Session:
     """What every hook needs.
 
-    ``spmd_paths`` are the files that import ``spmd_types`` (there, constants
-    such as ``torch.ones(3)`` get an SPMD type; elsewhere the plugin only
-    follows values that already have one, so it stays inert on plain code).
-    ``relaxed`` remembers, per call expression, the declared signature whose
+    In modules that import ``spmd_types``, constants such as ``torch.ones(3)``
+    get an SPMD type; elsewhere the plugin only follows values that already
+    have one, so it stays inert on plain code.  ``relaxed`` remembers, per call expression, the declared signature whose
     SPMD parameters a signature hook relaxed, for the return hook to check
     exactly; ``None`` marks an overloaded callee, which is not checked.
     """
@@ -30,12 +30,30 @@ class Session:
     options: PluginOptions
     reporter: Reporter
     modules: dict[str, MypyFile] | None = None
-    spmd_paths: set[str] = field(default_factory=set)
     relaxed: dict[Context, CallableType | None] = field(default_factory=dict)
 
     def encoder(self, api: CheckerPluginInterface) -> Encoder:
         rebindable = not api.options.allow_redefinition
         return Encoder(self.modules, api.named_generic_type("builtins.str", []), rebindable)
 
+    _uses_spmd: dict[str, tuple[MypyFile, bool]] = field(default_factory=dict)
+
     def uses_spmd(self, api: CheckerPluginInterface) -> bool:
-        return api.path in self.spmd_paths
+        """Whether the module being checked imports ``spmd_types`` (cached per parsed file)."""
+        tree = checked_file(api)
+        if tree is None:
+            return False
+        cached = self._uses_spmd.get(tree.path)
+        if cached is None or cached[0] is not tree:
+            cached = (tree, _imports_spmd_types(tree))
+            self._uses_spmd[tree.path] = cached
+        return cached[1]
+
+
+def _imports_spmd_types(file: MypyFile) -> bool:
+    for node in file.imports:
+        if isinstance(node, Import) and any(name.split(".")[0] == "spmd_types" for name, _ in node.ids):
+            return True
+        if isinstance(node, (ImportFrom, ImportAll)) and node.id.split(".")[0] == "spmd_types":
+            return True
+    return False

@@ -107,3 +107,33 @@ def test_changing_options_invalidates_the_cache(tmp_path: Path) -> None:
         outputs.append(stdout)
     assert "[spmd-axis]" not in outputs[0]
     assert "unknown mesh axis 'tp' (the configured axes are dp)  [spmd-axis]" in outputs[1]
+
+
+def test_warm_cache_after_a_dependency_changes(tmp_path: Path) -> None:
+    """A module re-checked because an import changed is checked exactly as on a cold cache."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helper.py").write_text("Z = 1\n")
+    (package / "model.py").write_text(textwrap.dedent("""
+        from typing import Annotated
+        import torch
+        from torch import Tensor, nn
+        from spmd_types import S
+        from pkg.helper import Z
+
+        class M(nn.Module):
+            weight: Annotated[nn.Parameter, S["tp", 0]]
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.weight = nn.Parameter(torch.empty(2, Z))
+    """))
+    config = tmp_path / "mypy.ini"
+    config.write_text(config_text())
+    outputs = []
+    for _ in range(2):
+        stdout, _, _ = api.run(["--config-file", str(config), "--cache-dir", str(tmp_path / "cache"), str(package)])
+        outputs.append(stdout)
+        (package / "helper.py").write_text("Z = 2\nW = 3\n")
+    assert outputs[0].startswith("Success") and outputs[1].startswith("Success"), outputs
