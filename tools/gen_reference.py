@@ -241,7 +241,7 @@ _ENDPOINTS: tuple[Endpoint, ...] = (R, I, V, P, S(0))
 
 
 def _label(t: Endpoint) -> str:
-    return t.code.replace("S(0)", "S(i)")
+    return t.code.replace("S(0)", "S(i)").replace("S(1)", "S(j)")
 
 
 def _chain(steps: tuple[Transition, ...]) -> str:
@@ -257,6 +257,10 @@ def _effects(steps: tuple[Transition, ...]) -> str:
     return " then ".join(effects) or "no-op"
 
 
+def _order(t: Endpoint) -> int:
+    return _ENDPOINTS.index(t) if t in _ENDPOINTS else len(_ENDPOINTS)
+
+
 def pairs_table(call: str) -> list[str]:
     """Every ``src``/``dst`` pair ``call`` accepts: what runs forward, and what runs backward."""
     spec = CALLS[call]
@@ -267,19 +271,19 @@ def pairs_table(call: str) -> list[str]:
         "",
         f"`src` default: {src_default}; `dst` default: {dst_default}. Computed from the rule core "
         "(`spmd_types.typesystem.collectives.CALLS`), which the runtime and the mypy plugin both use; "
-        "a pair that is not listed is an error. `S(i)` stands for any shard dim.",
+        "a pair that is not listed is an error. `S(i)` and `S(j)` stand for shards of two different dims.",
         "",
         "| src | dst | runs | forward | backward runs | backward |",
         "|---|---|---|---|---|---|",
     ]
-    for src in _ENDPOINTS:
-        for dst in _ENDPOINTS:
-            steps = route(call, src, dst)
-            if steps is None:
-                continue
-            back = tuple(backward(t) for t in reversed(steps))
-            out.append(f"| {_label(src)} | {_label(dst)} | {_chain(steps)} | {_effects(steps)} | "
-                       f"{_chain(back)} | {_effects(back)} |")
+    pairs = [(src, dst) for src in _ENDPOINTS for dst in _ENDPOINTS] + [(S(0), S(1))]
+    for src, dst in sorted(pairs, key=lambda pair: (_ENDPOINTS.index(pair[0]), _order(pair[1]))):
+        steps = route(call, src, dst)
+        if steps is None:
+            continue
+        back = tuple(backward(t) for t in reversed(steps))
+        out.append(f"| {_label(src)} | {_label(dst)} | {_chain(steps)} | {_effects(steps)} | "
+                   f"{_chain(back)} | {_effects(back)} |")
     return out + [""]
 
 
