@@ -26,7 +26,7 @@ from mypy.plugin import FunctionContext
 from mypy.types import Instance, LiteralType, Type, get_proper_type
 
 from spmd_mypy.boundaries import fit_declared
-from spmd_mypy.compat import expression_type, final_str_value
+from spmd_mypy.compat import final_str_value
 from spmd_mypy.encoding import TENSOR_CLASS, Encoder
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session

@@ -54,6 +54,7 @@ __all__ = [
     "PROCESS_GROUP_CLASS",
     "TENSOR_CLASS",
     "is_tensor",
+    "plain_tensor",
 ]
 
 SPMD_TENSOR: Final = "spmd_types._typed.SpmdTensor"
@@ -68,6 +69,17 @@ _PHANTOMS: Final = frozenset({SPMD_TENSOR, SPMD_PARAMETER})
 def is_tensor(typ: ProperType) -> bool:
     """Whether ``typ`` is an instance of ``torch.Tensor`` or a subclass."""
     return isinstance(typ, Instance) and typ.type.has_base(TENSOR_CLASS)
+
+
+def plain_tensor(typ: Type) -> Instance | None:
+    """A plain ``torch.Tensor`` instance, found among the bases of tensor type ``typ``."""
+    proper = get_proper_type(typ)
+    if not isinstance(proper, Instance):
+        return None
+    for info in proper.type.mro:
+        if info.fullname == TENSOR_CLASS:
+            return Instance(info, [])
+    return None
 
 
 @dataclass(frozen=True)

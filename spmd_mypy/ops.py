@@ -23,11 +23,19 @@ from mypy.nodes import (
     UnaryExpr,
 )
 from mypy.plugin import AttributeContext, FunctionContext, MethodContext
-from mypy.types import AnyType, Instance, Type, UnionType, get_proper_type
+from mypy.types import AnyType, Type, UnionType, get_proper_type
 
 from spmd_mypy.boundaries import fit_declared, has_spmd, report_divergent
 from spmd_mypy.compat import expression_type
-from spmd_mypy.encoding import PARAMETER_CLASS, SPMD_PARAMETER, SPMD_TENSOR, TENSOR_CLASS, Divergent, Encoder
+from spmd_mypy.encoding import (
+    PARAMETER_CLASS,
+    SPMD_PARAMETER,
+    SPMD_TENSOR,
+    TENSOR_CLASS,
+    Divergent,
+    Encoder,
+    plain_tensor,
+)
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.values import Arguments, contains_tensor, read_arguments, with_result
@@ -43,7 +51,7 @@ from spmd_types.typesystem import (
     check_fits,
     lookup,
 )
-from spmd_types.typesystem.ops import MODULE_OPS, OPERATOR_SYMBOLS, display_name
+from spmd_types.typesystem.ops import MODULE_OPS, OPERATOR_SYMBOLS, OPS, display_name
 
 __all__ = ["TENSOR_RECEIVERS", "TENSOR_PROPERTIES", "public_function_name", "check_function", "check_method",
            "check_property"]
@@ -108,6 +116,11 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
         # mypy passes no parameter names for operators; torch's signatures name them so.
         names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
     arguments = read_arguments(ctx.api, rule, names, ctx.arg_types, ctx.args, (ctx.type, receiver))
+    if name in OPS and rule.result in (Result.JOIN, Result.DETACH) and _is_any(ctx.default_return_type):
+        # A torch method defined without annotations (unflatten, split): a table op returns a tensor.
+        tensor = plain_tensor(ctx.type)
+        if tensor is not None:
+            ctx = ctx._replace(default_return_type=tensor)
     return _apply(session, ctx, name, rule, arguments, operator=operator)
 
 
@@ -127,12 +140,11 @@ def check_module_call(session: Session, ctx: MethodContext, op: str) -> Type:
     if not ctx.arg_types or not ctx.arg_types[0] or not _involves_spmd(session, ctx):
         return ctx.default_return_type
     x_type, x_expr = ctx.arg_types[0][0], ctx.args[0][0]
-    base = get_proper_type(x_type)
-    if not (isinstance(base, Instance) and base.type.has_base(TENSOR_CLASS)):
+    tensor = plain_tensor(x_type)
+    if tensor is None:
         return ctx.default_return_type
     rule = lookup(op)
     arguments = read_arguments(ctx.api, rule, ["input"], [[x_type]], [[x_expr]])
-    tensor = base.copy_modified() if base.type.fullname == TENSOR_CLASS else base.type.bases[0]
     return _apply(session, ctx._replace(default_return_type=tensor), op, rule, arguments)
 
 
@@ -155,6 +167,10 @@ def _involves_spmd(session: Session, ctx: FunctionContext | MethodContext) -> bo
     return session.uses_spmd(ctx.api) or any(has_spmd(t) for types in ctx.arg_types for t in types)
 
 
+def _is_any(typ: Type) -> bool:
+    return isinstance(get_proper_type(typ), AnyType)
+
+
 def _is_union(typ: Type) -> bool:
     return isinstance(get_proper_type(typ), UnionType)
 
@@ -175,7 +191,7 @@ def _apply(
     if not (arguments.typed or constant):
         return fit_declared(session, ctx.api, default, ctx.context, operator=operator)
     returns_tensor = contains_tensor(default)
-    untyped = isinstance(get_proper_type(default), AnyType)  # a torch method without annotations
+    untyped = _is_any(default)  # a torch method without annotations, not in the op table
     if not (rule.inplace or returns_tensor or untyped):
         return default  # size(), item(), and the like
     for expr, found in arguments.divergent:

@@ -4,8 +4,9 @@ mypy hands a hook the formal parameter names of the callee and, for each, the
 types and expressions of the actual arguments.  Tensors become operands with
 their SPMD type; Python numbers passed where the op rule expects a tensor
 become constants (``weak``, or ``zero`` for a literal 0); a list or tuple of
-tensors (``cat([a, b])``) gives one operand per element.  Everything else is
-recorded only as *passed* (``rounding_mode=...`` can make an op non-linear).
+tensors (``cat([a, b])``) gives one operand per element.  A number computed
+from ``axis_index(axis)`` (this rank's index) varies on that axis.  Everything
+else is recorded only as *passed* (``rounding_mode=...`` can make an op non-linear).
 """
 
 from __future__ import annotations
@@ -13,7 +14,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mypy.nodes import Expression, FloatExpr, IntExpr, ListExpr, NameExpr, TupleExpr, UnaryExpr
+from mypy.nodes import (
+    CallExpr,
+    Expression,
+    FloatExpr,
+    IntExpr,
+    ListExpr,
+    NameExpr,
+    OpExpr,
+    RefExpr,
+    StrExpr,
+    TupleExpr,
+    UnaryExpr,
+)
 from mypy.plugin import CheckerPluginInterface
 from mypy.types import (
     Instance,
@@ -26,14 +39,15 @@ from mypy.types import (
     get_proper_type,
 )
 
-from spmd_mypy.compat import expression_type
+from spmd_mypy.compat import expression_type, final_str_value
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.report import spell
-from spmd_types.typesystem import UNKNOWN, WEAK, ZERO, Operand, OpRule, SpmdType
+from spmd_types.typesystem import UNKNOWN, WEAK, ZERO, Operand, OpRule, SpmdType, V
 from spmd_types.typesystem.ops import canonical_param
 
 __all__ = ["Arguments", "contains_tensor", "read_arguments", "with_result"]
 
+AXIS_INDEX = "spmd_types.axis_index"
 _NUMBERS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.complex"})
 _SEQUENCES = frozenset({"builtins.list", "builtins.tuple", "typing.Sequence", "collections.abc.Sequence"})
 
@@ -104,7 +118,12 @@ def _read_value(
             _read_value(api, out, param, element_type, element_expr, mentioned)
         return
     if param in mentioned and _is_number(proper):
-        out.add(param, SpmdType(default=ZERO if _is_zero(proper, expr) else WEAK), spelled)
+        ranks = _rank_index_axes(expr)
+        if ranks:
+            out.typed = True
+            out.add(param, SpmdType(dict.fromkeys(ranks, V), default=WEAK), spelled)
+        else:
+            out.add(param, SpmdType(default=ZERO if _is_zero(proper, expr) else WEAK), spelled)
         return
     out.passed.add(param)
 
@@ -132,6 +151,23 @@ def _elements(
         if _is_tensor_like(item):
             return [(item, None)]
     return None
+
+
+def _rank_index_axes(expr: Expression | None) -> set[str]:
+    """The axes of the ``axis_index(...)`` calls a number is computed from (``int(axis_index("tp")) * n``)."""
+    if isinstance(expr, CallExpr):
+        if isinstance(expr.callee, RefExpr) and expr.callee.fullname == AXIS_INDEX:
+            axis = expr.args[0] if expr.args else None
+            if isinstance(axis, StrExpr):
+                return {axis.value}
+            value = final_str_value(axis) if isinstance(axis, RefExpr) else None
+            return {value} if value is not None else set()
+        return {a for arg in expr.args for a in _rank_index_axes(arg)}
+    if isinstance(expr, OpExpr):
+        return _rank_index_axes(expr.left) | _rank_index_axes(expr.right)
+    if isinstance(expr, UnaryExpr):
+        return _rank_index_axes(expr.expr)
+    return set()
 
 
 def _is_number(typ: ProperType) -> bool:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any, TypeAlias, Union
+from typing import Any, TypeAlias, Union, cast
 
 import torch
 import torch.distributed as dist
@@ -247,13 +247,15 @@ def axis_size(axis: AxisLike) -> int:
     return resolve_axis(axis).size
 
 
-def axis_index(axis: AxisLike) -> int | torch.SymInt:
-    """``axis_index(axis) -> int | SymInt``: this rank's index on ``axis``, in ``range(axis_size(axis))``.
+def axis_index(axis: AxisLike) -> int:
+    """``axis_index(axis) -> int``: this rank's index on ``axis``, in ``range(axis_size(axis))``.
 
     On real ranks an ``int``.  Under ``LocalTensorMode`` a per-rank ``SymInt``
     (``dist.get_rank(group)`` would give the real process's rank for every
     simulated rank): it works in arithmetic and as a ``narrow`` offset, but
-    not in ``if``/``bool()`` or as a Python index.
+    not in ``if``/``bool()`` or as a Python index.  It is typed ``int``, as
+    torch types its own symbolic sizes, so that it works with torch's
+    operators; the mypy plugin treats it as varying on ``axis``.
     """
     group = resolve_axis(axis)
     mode = simulated()
@@ -261,4 +263,5 @@ def axis_index(axis: AxisLike) -> int | torch.SymInt:
         return group.rank
     if type(axis) is str:
         return _STACK[-1].mesh.get_local_rank(axis)
-    return per_rank_int(group, tuple(range(group.size)))
+    # A per-rank SymInt, which behaves as an int (see the docstring).
+    return cast(int, per_rank_int(group, tuple(range(group.size))))

@@ -336,7 +336,7 @@ def check(trial: Trial) -> None:
     g_in = gradient_type(t_in)
     lhs = torch.zeros((), dtype=DTYPE)
     rhs = torch.zeros((), dtype=DTYPE)
-    for gi, members in enumerate(trial.groups):
+    for members in trial.groups:
         xs = [trial.xs[r] for r in members]
         ys = [trial.ys[r] for r in members]
         gs = [trial.gs[r] for r in members]

@@ -17,7 +17,6 @@ torch = pytest.importorskip("torch")
 
 from runtime_oracle import Case, check, prepare, run_simulated, table_cases  # noqa: E402
 
-import spmd_types as spmd  # noqa: E402
 from spmd_types.typesystem import CALLS  # noqa: E402
 
 CASES = table_cases()

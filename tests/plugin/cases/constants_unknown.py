@@ -29,3 +29,11 @@ def unknown_axes(x: Annotated[Tensor, P["tp"]], y: Tensor, z: Annotated[Tensor, 
     b = torch.exp(x + z)  # OK
     c = torch.randn(3) + x  # OK
     reveal_type(torch.empty(3) * x)  # N: SpmdTensor[Any]
+
+
+def rank_dependent_numbers(x: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    from spmd_types import axis_index
+
+    offset = x + axis_index("tp")
+    reveal_type(offset)  # N: SpmdTensor[Literal['tp:V']]
+    return x * int(axis_index("tp")) * 2  # E: [spmd-boundary] return value on axis 'tp': expected R, got V

@@ -38,6 +38,7 @@ def partial_sums(p: Annotated[Tensor, P["tp"]], q: Annotated[Tensor, P["tp"]], r
     reveal_type(p.gather(0, r.long()))  # N: SpmdTensor[Literal['tp:P']]
     reveal_type(torch.zeros_like(p) + p)  # N: SpmdTensor[Literal['tp:P']]
     reveal_type(p.chunk(2))  # N: tuple[spmd_types._typed.SpmdTensor[Literal['tp:P']], ...]
+    reveal_type(p.unflatten(0, (2, 2)))  # N: SpmdTensor[Literal['tp:P']]
     reveal_type(p.chunk(2)[0])  # N: SpmdTensor[Literal['tp:P']]
     reveal_type(F.pad(p, (1, 1)))  # N: SpmdTensor[Literal['tp:P']]
 
