@@ -28,7 +28,7 @@ from mypy.types import (
     get_proper_type,
 )
 
-from spmd_mypy.compat import analyze_base, lookup_type_name
+from spmd_mypy.compat import analyze_base, analyzed_module, lookup_type_name
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import PARAMETER_CLASS, PROCESS_GROUP_CLASS, TENSOR_CLASS, Encoder
 from spmd_mypy.report import ANNOTATION, CODES
@@ -60,8 +60,14 @@ class _Bad(Exception):
     """A malformed annotation; the message is for the user."""
 
 
-def analyze(ctx: AnalyzeTypeContext, encoder: Encoder, options: PluginOptions, is_alias_form: bool) -> Type:
-    """The type an ``Annotated[...]`` or ``Spmd[...]`` annotation stands for."""
+def analyze(
+    ctx: AnalyzeTypeContext, encoder: Encoder, options: PluginOptions, is_alias_form: bool, warned: set[str]
+) -> Type:
+    """The type an ``Annotated[...]`` or ``Spmd[...]`` annotation stands for.
+
+    ``warned`` holds the modules already told that the stubs are missing (one
+    error per module, not one per annotation).
+    """
     args = ctx.type.args
     if len(args) < 2:
         what = "Spmd[...] needs a tensor type and an SPMD type" if is_alias_form else (
@@ -80,8 +86,12 @@ def analyze(ctx: AnalyzeTypeContext, encoder: Encoder, options: PluginOptions, i
     if axes_or_type is None:
         return base
     if isinstance(axes_or_type, str):
-        return _axis_group(ctx, base, axes_or_type, encoder)
-    return _tensor(ctx, base, axes_or_type, encoder, options)
+        typed = _axis_group(ctx, base, axes_or_type, encoder)
+    else:
+        typed = _tensor(ctx, base, axes_or_type, encoder, options)
+    if typed is None:
+        _stubs_missing(ctx, encoder, warned)
+    return typed or base
 
 
 def _could_be_ours(item: Type) -> bool:
@@ -166,7 +176,8 @@ def _axis_name(item: UnboundType) -> str:
 
 def _tensor(
     ctx: AnalyzeTypeContext, base: Type, spmd: SpmdType, encoder: Encoder, options: PluginOptions
-) -> Type:
+) -> Type | None:
+    """The SPMD-typed tensor; ``base`` after a reported mistake; ``None`` if it cannot be written."""
     proper = get_proper_type(base)
     if not _is_instance_of(proper, TENSOR_CLASS):
         _fail(ctx, f"SPMD types apply to tensors, not to {base}", Code.ANNOTATION)
@@ -177,15 +188,27 @@ def _tensor(
               Code.ANNOTATION)
         return base
     _check_axes(ctx, spmd.axes, options)
-    return encoder.tensor(spmd, proper, inferred=False) or base
+    return encoder.tensor(spmd, proper, inferred=False)
 
 
-def _axis_group(ctx: AnalyzeTypeContext, base: Type, axis: str, encoder: Encoder) -> Type:
+def _axis_group(ctx: AnalyzeTypeContext, base: Type, axis: str, encoder: Encoder) -> Type | None:
     proper = get_proper_type(base)
     if not _is_instance_of(proper, PROCESS_GROUP_CLASS):
         _fail(ctx, f"Axis[...] applies to a ProcessGroup, not to {base}", Code.ANNOTATION)
         return base
-    return encoder.axis_group(axis) or base
+    return encoder.axis_group(axis)
+
+
+def _stubs_missing(ctx: AnalyzeTypeContext, encoder: Encoder, warned: set[str]) -> None:
+    source = encoder.runtime_source()
+    module = analyzed_module(ctx.api)
+    if source is None or module in warned:
+        return  # spmd_types is not loaded at all (mypy reports the import), or this module was told
+    if module is not None:
+        warned.add(module)
+    _fail(ctx, f"SPMD annotations are not checked: mypy reads spmd_types from its source ({source}), "
+               "not from its stubs; install spmd-typecheck with pip, or add the checkout's stubs/ "
+               "directory to mypy_path (spmd-check does this for you)", Code.ANNOTATION)
 
 
 def _check_axes(ctx: AnalyzeTypeContext, named: tuple[str, ...], options: PluginOptions) -> None:

@@ -23,6 +23,7 @@ from mypy.types import ExtraAttrs, FunctionLike, Instance, LiteralType, Type
 
 __all__ = [
     "analyze_base",
+    "analyzed_module",
     "bind_method",
     "checked_file",
     "declared_return_type",
@@ -64,7 +65,7 @@ def lookup_type_name(api: TypeAnalyzerPluginInterface, name: str, context: Conte
         return None
     try:
         symbol: SymbolTableNode | None = lookup(name, context, suppress_errors=True)
-    except Exception:  # noqa: BLE001 - a failed lookup means "not one of ours"
+    except Exception:
         return None
     if symbol is None or symbol.node is None:
         return None
@@ -83,6 +84,12 @@ def analyze_base(api: TypeAnalyzerPluginInterface, typ: Type) -> Type:
         result: Type = anal_type(typ, allow_typed_dict_special_forms=allow)
         return result
     return api.analyze_type(typ)
+
+
+def analyzed_module(api: TypeAnalyzerPluginInterface) -> str | None:
+    """The name of the module whose annotations are being analyzed, if mypy says."""
+    name = getattr(getattr(api, "api", None), "cur_mod_id", None)
+    return name if isinstance(name, str) else None
 
 
 def checked_file(api: CheckerPluginInterface) -> MypyFile | None:

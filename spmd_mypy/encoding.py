@@ -46,13 +46,13 @@ from spmd_types.typesystem.local_types import Constant, local_type
 
 __all__ = [
     "AXIS_GROUP",
-    "SPMD_PARAMETER",
-    "SPMD_TENSOR",
-    "Divergent",
-    "Encoder",
     "PARAMETER_CLASS",
     "PROCESS_GROUP_CLASS",
+    "SPMD_PARAMETER",
+    "SPMD_TENSOR",
     "TENSOR_CLASS",
+    "Divergent",
+    "Encoder",
     "is_tensor",
     "plain_tensor",
 ]
@@ -125,6 +125,17 @@ class Encoder:
         return None
 
     # -- writing -----------------------------------------------------------------
+
+    def runtime_source(self) -> str | None:
+        """Where mypy read ``spmd_types`` from, when it is the source and not the stubs.
+
+        The phantom classes exist only in the stubs; without them no SPMD type
+        can be written, and every annotation would quietly mean a plain tensor.
+        """
+        package = (self._modules or {}).get("spmd_types")
+        if package is None or package.path.endswith(".pyi"):
+            return None
+        return package.path
 
     def tensor(self, spmd: SpmdType, base: Instance, *, inferred: bool) -> Instance | None:
         """``base`` (a tensor instance) carrying ``spmd``; ``None`` if the phantoms are not loaded.

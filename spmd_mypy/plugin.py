@@ -85,7 +85,7 @@ class SpmdPlugin(Plugin):
 
     def _annotation(self, ctx: AnalyzeTypeContext, alias_form: bool) -> Type:
         encoder = Encoder(self._session.modules, ctx.api.named_type("builtins.str", []))
-        return annotations.analyze(ctx, encoder, self._options, alias_form)
+        return annotations.analyze(ctx, encoder, self._options, alias_form, self._session.stubs_warned)
 
     # -- calls -----------------------------------------------------------------------
 
@@ -142,7 +142,7 @@ class SpmdPlugin(Plugin):
         """The signature of function ``fullname`` if it has SPMD-typed parameters."""
         try:
             return self._lookup_declared(fullname)
-        except Exception:  # noqa: BLE001 - deciding whether to hook must never crash mypy
+        except Exception:
             return None
 
     def _lookup_declared(self, fullname: str) -> CallableType | None:
@@ -160,7 +160,7 @@ class SpmdPlugin(Plugin):
         """
         try:
             return self._lookup_method(owner, method)
-        except Exception:  # noqa: BLE001 - deciding whether to hook must never crash mypy
+        except Exception:
             return None
 
     def _lookup_method(self, owner: str, method: str) -> CallableType | None:

@@ -25,12 +25,14 @@ class Session:
     have one, so it stays inert on plain code.  ``relaxed`` remembers, per call expression, the declared signature whose
     SPMD parameters a signature hook relaxed, for the return hook to check
     exactly; ``None`` marks an overloaded callee, which is not checked.
+    ``stubs_warned`` names the modules told that the ``spmd_types`` stubs are missing.
     """
 
     options: PluginOptions
     reporter: Reporter
     modules: dict[str, MypyFile] | None = None
     relaxed: dict[Context, CallableType | None] = field(default_factory=dict)
+    stubs_warned: set[str] = field(default_factory=set)
 
     def encoder(self, api: CheckerPluginInterface) -> Encoder:
         rebindable = not api.options.allow_redefinition

@@ -137,3 +137,20 @@ def test_warm_cache_after_a_dependency_changes(tmp_path: Path) -> None:
         outputs.append(stdout)
         (package / "helper.py").write_text("Z = 2\nW = 3\n")
     assert outputs[0].startswith("Success") and outputs[1].startswith("Success"), outputs
+
+
+def test_missing_stubs_are_reported_once_per_module(tmp_path: Path) -> None:
+    """Without the stubs, annotations could not be checked; the plugin says so instead of passing."""
+    config = tmp_path / "mypy.ini"
+    config.write_text(config_text().replace(f"mypy_path = {ROOT / 'stubs'}\n", ""))
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        from typing import Annotated
+        from torch import Tensor
+        from spmd_types import P, R
+        def f(x: Annotated[Tensor, P["tp"]], b: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, R["tp"]]:
+            return x + b
+    """))
+    stdout, _, _ = api.run(["--config-file", str(config), "--cache-dir", str(tmp_path / "cache"), str(tmp_path / "m.py")])
+    assert stdout.count("[spmd-annotation]") == 1, stdout
+    assert "SPMD annotations are not checked: mypy reads spmd_types from its source" in stdout
+    assert "m.py:5: error:" in stdout
