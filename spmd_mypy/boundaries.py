@@ -40,8 +40,8 @@ from spmd_mypy.session import Session
 from spmd_types.typesystem import Code, SpmdType, Violation, check_fits
 
 __all__ = [
-    "MODULE",
     "AUTOGRAD_FUNCTION",
+    "MODULE",
     "check_arguments",
     "fit_declared",
     "forward_signature",

@@ -236,7 +236,9 @@ def _explain(finding: Finding) -> list[str]:
     return lines + finding.notes
 
 
-def render(files: Sequence[Path], findings: dict[Path, list[Finding]], settings: Settings, out: TextIO, style: _Style) -> None:
+def render(
+    files: Sequence[Path], findings: dict[Path, list[Finding]], settings: Settings, out: TextIO, style: _Style
+) -> None:
     """Print the header, every file grouped by directory (clean ``__init__.py`` files left out), the summary."""
     print(
         style.bold("spmd-check")
@@ -293,7 +295,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         description="Run mypy with the spmd-typecheck plugin and report, file by file, the SPMD errors it finds.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to check")
-    parser.add_argument("--config-file", help="a mypy configuration that loads the plugin (default: found as mypy does)")
+    parser.add_argument("--config-file",
+                        help="a mypy configuration that loads the plugin (default: found as mypy does)")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when errors are found (for demos)")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colored output")
     return parser.parse_args(argv)
@@ -321,7 +324,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return 2
     findings, other = parse_output(stdout)
     # The files given, and any other file mypy reported errors in (a module they import).
-    files = sorted({Path(path).resolve() for path in found[0]} | {path for path, entries in findings.items() if entries})
+    reported = {path for path, entries in findings.items() if entries}
+    files = sorted({Path(path).resolve() for path in found[0]} | reported)
     color = args.color == "always" or (args.color == "auto" and out.isatty() and "NO_COLOR" not in os.environ)
     try:
         render(files, findings, settings, out, _Style(color))

@@ -53,8 +53,14 @@ from spmd_types.typesystem import (
 )
 from spmd_types.typesystem.ops import MODULE_OPS, OPERATOR_SYMBOLS, OPS, display_name
 
-__all__ = ["TENSOR_RECEIVERS", "TENSOR_PROPERTIES", "public_function_name", "check_function", "check_method",
-           "check_property"]
+__all__ = [
+    "TENSOR_PROPERTIES",
+    "TENSOR_RECEIVERS",
+    "check_function",
+    "check_method",
+    "check_property",
+    "public_function_name",
+]
 
 # Classes whose methods are tensor methods (method hooks are keyed by the receiver's class).
 TENSOR_RECEIVERS: Final = frozenset({TENSOR_CLASS, "torch._C.TensorBase", PARAMETER_CLASS, SPMD_TENSOR,

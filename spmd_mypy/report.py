@@ -103,7 +103,7 @@ class Reporter:
         def guarded(ctx: C) -> R:
             try:
                 return hook(ctx)
-            except Exception as error:  # noqa: BLE001 - the plugin must never crash mypy
+            except Exception as error:
                 if debug:
                     api = getattr(ctx, "api", None)
                     context = getattr(ctx, "context", None)

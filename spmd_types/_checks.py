@@ -44,7 +44,10 @@ _enabled: bool = os.environ.get(_ENV, "").strip().lower() in ("1", "true", "yes"
 
 
 def set_runtime_checks(enabled: bool) -> None:
-    """``set_runtime_checks(enabled: bool) -> None``: turn ``assert_type``'s run-time verification on or off (process-wide)."""
+    """``set_runtime_checks(enabled: bool) -> None``: turn ``assert_type``'s run-time verification on or off.
+
+    The setting is process-wide.
+    """
     global _enabled
     _enabled = bool(enabled)
 

@@ -23,7 +23,8 @@ import torch
 
 from spmd_types._errors import CollectiveArgumentError, NotDifferentiableError
 from spmd_types._mesh import AxisLike, Group, resolve_axis
-from spmd_types._prims import Endpoint, Permutation, check_dim, permutation, plan, run, shard_sizes
+from spmd_types._prims import Permutation, check_dim, permutation, plan, run, shard_sizes
+from spmd_types.typesystem.collectives import Endpoint
 from spmd_types.typesystem.local_types import P, Shard, V
 
 __all__ = ["all_gather", "all_reduce", "all_to_all", "ppermute", "redistribute", "reduce_scatter"]

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 import torch
 
 from spmd_types._mesh import AxisLike, resolve_axis
-from spmd_types._prims import Endpoint, check_dim, plan, run, shard_sizes
+from spmd_types._prims import check_dim, plan, run, shard_sizes
+from spmd_types.typesystem.collectives import Endpoint
 from spmd_types.typesystem.local_types import Shard
 
 __all__ = ["convert", "reinterpret"]

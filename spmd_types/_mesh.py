@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Any, TypeAlias, Union, cast
+from typing import Any, TypeAlias, cast
 
 import torch
 import torch.distributed as dist
@@ -47,7 +47,7 @@ __all__ = [
     "simulated",
 ]
 
-AxisLike: TypeAlias = Union[str, dist.ProcessGroup, DeviceMesh]
+AxisLike: TypeAlias = str | dist.ProcessGroup | DeviceMesh
 """What an ``axis`` argument may be: a mesh-axis name, a process group, a 1-D mesh."""
 
 # -- simulated ranks (LocalTensorMode) -------------------------------------------------

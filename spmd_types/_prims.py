@@ -43,20 +43,19 @@ side effects).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Final, Union
+from typing import Any, Final
 
 import torch
 import torch.nn.functional as F
 
 from spmd_types._errors import CollectiveArgumentError, ShapeError
 from spmd_types._mesh import Group, per_rank, per_rank_int, simulated
-from spmd_types.typesystem.collectives import CALLS, Transition, check_call, primitive_transitions, route
+from spmd_types.typesystem.collectives import CALLS, Endpoint, Transition, check_call, primitive_transitions, route
 from spmd_types.typesystem.collectives import backward as backward_transition
 from spmd_types.typesystem.local_types import I, LocalType, P, R, Shard, V
 
-__all__ = ["PRIMS", "Endpoint", "Prim", "check_dim", "permutation", "plan", "run", "shard_sizes"]
+__all__ = ["PRIMS", "Prim", "check_dim", "permutation", "plan", "run", "shard_sizes"]
 
-Endpoint = Union[LocalType, Shard]
 Impl = Callable[[torch.Tensor, Group, int, int, Any], torch.Tensor]
 Key = tuple[str, str, str]
 

@@ -23,7 +23,7 @@ from spmd_types.typesystem.annotations import (
     spmd_type_of_hint,
 )
 from spmd_types.typesystem.collectives import CALLS, CallOutcome, Transition, backward, check_call, route
-from spmd_types.typesystem.join import OpOutcome, Operand, apply_op, check_fits, fits
+from spmd_types.typesystem.join import Operand, OpOutcome, apply_op, check_fits, fits
 from spmd_types.typesystem.local_types import (
     WEAK,
     ZERO,
@@ -55,8 +55,8 @@ __all__ = [
     "AxisType",
     "AxisTypes",
     "CallOutcome",
-    "Constant",
     "Code",
+    "Constant",
     "Fix",
     "I",
     "LocalType",

@@ -29,9 +29,9 @@ __all__ = [
     "Axis",
     "AxisTypes",
     "Spmd",
-    "markers_from_text",
     "axis_of_hint",
     "axis_types_marker",
+    "markers_from_text",
     "shard_marker",
     "spmd_type_from_metadata",
     "spmd_type_of_hint",
@@ -45,7 +45,7 @@ class AnnotationError(TypeError):
 class AxisTypes:
     """Metadata saying that a tensor has type ``axis_type`` on each of ``axes``."""
 
-    __slots__ = ("axis_type", "axes")
+    __slots__ = ("axes", "axis_type")
 
     axis_type: LocalType | Shard
     axes: tuple[str, ...]

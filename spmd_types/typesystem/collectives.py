@@ -16,7 +16,7 @@ the plugin uses the same table to check calls and to suggest fixes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final, Union
+from typing import Final, TypeAlias
 
 from spmd_types.typesystem.local_types import (
     WEAK,
@@ -49,7 +49,7 @@ __all__ = [
     "type_arg",
 ]
 
-Endpoint = Union[LocalType, Shard]
+Endpoint: TypeAlias = LocalType | Shard
 """A ``src`` or ``dst`` value: ``R``, ``I``, ``V``, ``P`` or ``S(i)``."""
 
 

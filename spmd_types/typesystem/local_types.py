@@ -27,13 +27,16 @@ metadata for ``typing.Annotated``; ``S["tp", 0]`` does the same for shards.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Final, Union
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 if TYPE_CHECKING:
     from spmd_types.typesystem.annotations import AxisTypes
 
 __all__ = [
+    "WEAK",
+    "ZERO",
     "AxisType",
+    "Constant",
     "I",
     "LocalType",
     "P",
@@ -41,9 +44,6 @@ __all__ = [
     "S",
     "Shard",
     "V",
-    "WEAK",
-    "ZERO",
-    "Constant",
     "gradient_type",
     "is_varying",
     "local_type",
@@ -83,7 +83,7 @@ class LocalType:
 
 
 R: Final = LocalType("R", "replicate")
-I: Final = LocalType("I", "invariant")
+I: Final = LocalType("I", "invariant")  # noqa: E741 - the paper's name for the type
 V: Final = LocalType("V", "varying")
 P: Final = LocalType("P", "partial")
 
@@ -159,7 +159,7 @@ class Constant:
 WEAK: Final = Constant("weak")
 ZERO: Final = Constant("zero")
 
-AxisType = Union[LocalType, Shard, Constant]
+AxisType: TypeAlias = LocalType | Shard | Constant
 """What a tensor is on one mesh axis."""
 
 _LOCAL_TYPES: Final = {t.code: t for t in (R, I, V, P)}

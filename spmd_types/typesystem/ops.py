@@ -37,8 +37,8 @@ from typing import Final
 __all__ = [
     "MODULE_OPS",
     "NONLINEAR",
-    "OPS",
     "OPERATOR_SYMBOLS",
+    "OPS",
     "OpRule",
     "Result",
     "canonical_param",

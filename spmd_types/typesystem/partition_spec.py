@@ -7,11 +7,11 @@ annotation metadata and by the runtime; shard propagation is future work.
 
 from __future__ import annotations
 
-from typing import Union
+from typing import TypeAlias
 
 __all__ = ["PartitionSpec"]
 
-Entry = Union[str, tuple[str, ...], None]
+Entry: TypeAlias = str | tuple[str, ...] | None
 
 
 class PartitionSpec(tuple[Entry, ...]):

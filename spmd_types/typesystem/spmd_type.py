@@ -20,7 +20,7 @@ from typing import Final
 
 from spmd_types.typesystem.local_types import AxisType, Constant, parse_axis_type
 
-__all__ = ["SpmdType", "UNKNOWN", "parse"]
+__all__ = ["UNKNOWN", "SpmdType", "parse"]
 
 _DEFAULT_KEY: Final = "*"
 
@@ -32,7 +32,7 @@ class SpmdType:
     Axes are kept sorted by name so that equal types have equal text forms.
     """
 
-    __slots__ = ("_axes", "default", "_hash")
+    __slots__ = ("_axes", "_hash", "default")
 
     _axes: tuple[tuple[str, AxisType], ...]
     default: Constant | None

@@ -26,7 +26,7 @@ from torch.distributed.device_mesh import init_device_mesh
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-import spmd_types as spmd  # noqa: E402
+import spmd_types as spmd
 
 N = 4
 Tensors = list[torch.Tensor]

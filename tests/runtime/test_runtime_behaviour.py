@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch.distributed._local_tensor import LocalTensorMode  # noqa: E402
-
 from runtime_oracle import Case, expected, local_values, noncontiguous, prepare, table_cases  # noqa: E402
+from torch.distributed._local_tensor import LocalTensorMode  # noqa: E402
 
 import spmd_types as spmd  # noqa: E402
 from spmd_types import I, P, R, S, V  # noqa: E402

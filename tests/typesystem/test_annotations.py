@@ -1,7 +1,7 @@
 """Annotation markers evaluate at run time and read back as SPMD types."""
 
 import typing
-from typing import Annotated, Optional, get_type_hints
+from typing import Annotated, get_type_hints
 
 import pytest
 
@@ -23,7 +23,7 @@ def annotated(
     z: Annotated[FakeTensor, "b c", P["tp"]],
     g: Annotated[FakeGroup, Axis["tp"]],
     plain: FakeTensor,
-    opt: Optional[Annotated[FakeTensor, R["tp"]]] = None,
+    opt: Annotated[FakeTensor, R["tp"]] | None = None,
 ) -> Annotated[FakeTensor, P["tp"]]:
     raise NotImplementedError
 

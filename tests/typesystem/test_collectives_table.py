@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from spmd_types.typesystem import CALLS, Code, I, P, R, S, Transition, V, WEAK, ZERO, backward, check_call, route
+from spmd_types.typesystem import CALLS, WEAK, ZERO, Code, I, P, R, S, Transition, V, backward, check_call, route
 from spmd_types.typesystem.collectives import fixes_between, primitive_transitions
 from spmd_types.typesystem.local_types import gradient_type
 
@@ -90,7 +90,7 @@ def test_allowed_pairs(call, src, dst):
         return
     # The route is a chain of primitives from src to dst.
     assert steps[0].src in (src, V) and steps[-1].dst == dst
-    for a, b in zip(steps, steps[1:]):
+    for a, b in itertools.pairwise(steps):
         assert a.dst == b.src
 
 

@@ -4,7 +4,7 @@ import pickle
 
 import pytest
 
-from spmd_types.typesystem import I, P, R, S, Shard, V, WEAK, ZERO, gradient_type, parse_axis_type
+from spmd_types.typesystem import WEAK, ZERO, I, P, R, S, Shard, V, gradient_type, parse_axis_type
 
 ALL = [R, I, V, P, S(0), S(-1), WEAK, ZERO]
 

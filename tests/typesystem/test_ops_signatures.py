@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from spmd_types.typesystem import OPS
-from spmd_types.typesystem.ops import MODULE_OPS
-from spmd_types.typesystem.ops import canonical_param
+from spmd_types.typesystem.ops import MODULE_OPS, canonical_param
 
 SPEC = importlib.util.find_spec("torch")
 if SPEC is None or SPEC.origin is None:
