@@ -15,6 +15,7 @@ a ``return name`` is left to mypy's own check of the encoded types.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from mypy.nodes import ARG_POS, Context, Decorator, Expression, FuncDef, TypeInfo
@@ -38,10 +39,12 @@ from spmd_mypy.encoding import AXIS_GROUP, SPMD_PARAMETER, SPMD_TENSOR, TENSOR_C
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_types.typesystem import Code, SpmdType, Violation, check_fits
+from spmd_types.typesystem.collectives import Endpoint, retargeted
 
 __all__ = [
     "AUTOGRAD_FUNCTION",
     "MODULE",
+    "Producer",
     "check_arguments",
     "fit_declared",
     "forward_signature",
@@ -185,8 +188,24 @@ def report_divergent(
                                 operator=operator)
 
 
+@dataclass(frozen=True)
+class Producer:
+    """The collective or cast call whose result is being fitted: ``call(x, axis, src=src, ...)``."""
+
+    call: str
+    axis: str
+    src: Endpoint
+    x: str  # how the input is spelled in the source
+
+
 def fit_declared(
-    session: Session, api: CheckerPluginInterface, result: Type, context: Context, *, operator: bool = False
+    session: Session,
+    api: CheckerPluginInterface,
+    result: Type,
+    context: Context,
+    *,
+    operator: bool = False,
+    producer: Producer | None = None,
 ) -> Type:
     """Check a computed value against the declared type it goes into; the type to give it.
 
@@ -195,7 +214,9 @@ def fit_declared(
     annotation (its type context is that declaration).  A variable whose type
     was inferred is not a declaration: it may be re-bound to any type.  The
     declared type is given back, so that mypy's own check (which knows
-    neither unknown axes nor shards) agrees.
+    neither unknown axes nor shards) agrees.  When a collective ``producer``
+    computed the value, the fix offered on its axis is that call with the
+    declared type as its ``dst``.
     """
     expected = api.type_context[-1] if api.type_context else None
     if expected is None:
@@ -215,8 +236,13 @@ def fit_declared(
     if not isinstance(value, SpmdType):
         return result
     violations = check_fits(value, declared)
+    operands: tuple[str, ...] = ()
+    if producer is not None:
+        violations = tuple(retargeted(v, producer.call, producer.axis, producer.src, declared.get(v.axis or ""))
+                           for v in violations)
+        operands = (producer.x,)
     value_name = spell(context) if isinstance(context, Expression) else "x"
-    session.reporter.violations(api, violations, context, where, value=value_name, operator=operator)
+    session.reporter.violations(api, violations, context, where, operands, value=value_name, operator=operator)
     return expected
 
 

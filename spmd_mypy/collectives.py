@@ -25,7 +25,7 @@ from mypy.nodes import (
 from mypy.plugin import FunctionContext
 from mypy.types import Instance, LiteralType, Type, get_proper_type
 
-from spmd_mypy.boundaries import fit_declared
+from spmd_mypy.boundaries import Producer, fit_declared
 from spmd_mypy.compat import final_str_value
 from spmd_mypy.encoding import TENSOR_CLASS, Encoder
 from spmd_mypy.report import spell
@@ -77,7 +77,7 @@ def check_collective(session: Session, ctx: FunctionContext, call: str) -> Type:
         reason = ("cannot tell which mesh axis this is: pass a string literal, a Final str, "
                   'or a ProcessGroup annotated Annotated[ProcessGroup, Axis["tp"]]')
         session.reporter.violations(ctx.api, [Violation(Code.AXIS, None, reason)], ctx.context, where)
-        return _typed(session, ctx, x_type, UNKNOWN if have is not None else None)
+        return _typed(session, ctx, x_type, UNKNOWN if have is not None else None, None)
     src, dst = _endpoint(args.get("src")), _endpoint(args.get("dst"))
     spec = CALLS[call]
     if (src is None and spec.src_default is None) or (dst is None and spec.dst_default is None):
@@ -85,13 +85,15 @@ def check_collective(session: Session, ctx: FunctionContext, call: str) -> Type:
     if isinstance(src, _Unreadable) or isinstance(dst, _Unreadable):
         # Written as a variable: the call cannot be checked, and its result is unknown on the axis.
         result = have.with_axis(axis, None) if have is not None and have.default is None else UNKNOWN
-        return _typed(session, ctx, x_type, result)
+        return _typed(session, ctx, x_type, result, None)
     outcome = check_call(call, axis, have.get(axis) if have is not None else None, src, dst)
     value = spell(x_expr) if x_expr is not None else "x"
     session.reporter.violations(ctx.api, outcome.violations, ctx.context, where, (value,), value)
     base = have if have is not None else UNKNOWN
     result = base.with_axis(axis, outcome.output) if outcome.output is not None else base
-    return _typed(session, ctx, x_type, result)
+    src_used = src if src is not None else spec.src_default
+    producer = Producer(call, axis, src_used, value) if src_used is not None else None
+    return _typed(session, ctx, x_type, result, producer)
 
 
 def check_assert_type(session: Session, ctx: FunctionContext) -> Type:
@@ -111,17 +113,19 @@ def check_assert_type(session: Session, ctx: FunctionContext) -> Type:
     if isinstance(value, SpmdType):
         session.reporter.violations(ctx.api, check_fits(value, declared), ctx.context, "assert_type",
                                     value=spell(x_expr))
-    return _typed(session, ctx, x_type, declared)
+    return _typed(session, ctx, x_type, declared, None)
 
 
-def _typed(session: Session, ctx: FunctionContext, x_type: Type, result: SpmdType | None) -> Type:
+def _typed(
+    session: Session, ctx: FunctionContext, x_type: Type, result: SpmdType | None, producer: Producer | None
+) -> Type:
     if result is None:
         return ctx.default_return_type
     base = get_proper_type(ctx.default_return_type)
     if not (isinstance(base, Instance) and base.type.has_base(TENSOR_CLASS)):
         return ctx.default_return_type
     typed = session.encoder(ctx.api).tensor(result, base, inferred=True) or ctx.default_return_type
-    return fit_declared(session, ctx.api, typed, ctx.context)
+    return fit_declared(session, ctx.api, typed, ctx.context, producer=producer)
 
 
 def _by_name(ctx: FunctionContext) -> dict[str, tuple[Expression, Type]]:

@@ -15,7 +15,7 @@ the plugin uses the same table to check calls and to suggest fixes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, TypeAlias
 
 from spmd_types.typesystem.local_types import (
@@ -309,6 +309,23 @@ def fixes_between(
         if not (call == "all_reduce" and is_varying(have))
     )
     return tuple(f for f in found if f is not None)
+
+
+def retargeted(violation: Violation, call: str, axis: str, src: Endpoint, want: AxisType | None) -> Violation:
+    """``violation`` of the result of ``call(x, axis, src=src, ...)`` against a declared ``want``, fixed at the call.
+
+    When a collective or cast produced the value, the best fix is usually the
+    same call with ``dst=want`` rather than a second cast after it (an
+    ``all_reduce(..., dst=R)`` returned as ``I`` should have been
+    ``all_reduce(..., dst=I)``).  If that call is allowed it replaces the
+    violation's fixes, as a fix of operand 0, the call's input.
+    """
+    if violation.axis != axis or not isinstance(want, (LocalType, Shard)):
+        return violation
+    better = fix(call, src, want, axis, operand=0)
+    if better is None:
+        return violation
+    return replace(violation, fixes=(better,))
 
 
 # -- checking one call ------------------------------------------------------------

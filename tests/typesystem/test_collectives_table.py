@@ -6,8 +6,24 @@ import itertools
 
 import pytest
 
-from spmd_types.typesystem import CALLS, WEAK, ZERO, Code, I, P, R, S, Transition, V, backward, check_call, route
-from spmd_types.typesystem.collectives import fixes_between, primitive_transitions
+from spmd_types.typesystem import (
+    CALLS,
+    WEAK,
+    ZERO,
+    Code,
+    I,
+    P,
+    R,
+    S,
+    SpmdType,
+    Transition,
+    V,
+    backward,
+    check_call,
+    check_fits,
+    route,
+)
+from spmd_types.typesystem.collectives import fixes_between, primitive_transitions, retargeted
 from spmd_types.typesystem.local_types import gradient_type
 
 # "Comms by forwards-backwards" in seeds/DESIGN.md, transcribed row by row.
@@ -191,3 +207,14 @@ def test_fixes_prefer_semantics_preserving_calls(have, want, first):
 def test_fix_costs_name_forward_and_backward():
     (fix, *_) = fixes_between(I, R, "tp")
     assert fix.render("x") == 'convert(x, "tp", src=I, dst=R) (no-op forward, all-reduce in backward)'
+
+
+def test_a_mismatched_result_is_fixed_at_the_call() -> None:
+    (violation,) = check_fits(SpmdType({"tp": R}), SpmdType({"tp": I}))
+    fixed = retargeted(violation, "all_reduce", "tp", P, I)
+    assert [f.render("x") for f in fixed.fixes] == [
+        'all_reduce(x, "tp", src=P, dst=I) (all-reduce forward, no-op in backward)']
+    assert fixed.fixes[0].operand == 0
+    # Another axis, or a dst the call cannot produce, keeps the generic fixes.
+    assert retargeted(violation, "all_reduce", "dp", P, I) is violation
+    assert retargeted(violation, "reinterpret", "tp", V, I) is violation

@@ -69,3 +69,20 @@ def dynamic_markers(p: Annotated[Tensor, P["tp"], R["dp"]], dst: spmd.LocalType)
     reveal_type(all_reduce(p, "tp", dst=dst))  # N: SpmdTensor[Literal['dp:R']]
     reveal_type(spmd.assert_type(p, P["tp"], R["dp"]))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:P']]
     e = spmd.assert_type(p, R["tp"])  # E: [spmd-boundary] assert_type on axis 'tp': expected R, got P
+
+
+# A collective whose result is declared another type: the fix is at the call, not a second cast after it.
+def retarget_reduced(x: Annotated[Tensor, P["tp"], R["dp"]]) -> Annotated[Tensor, I["tp"], R["dp"]]:
+    return all_reduce(x, "tp", dst=R)  # E: [spmd-boundary] return value on axis 'tp': expected I, got R; fix: all_reduce(x, "tp", src=P, dst=I) (all-reduce forward, no-op in backward)
+
+
+def retarget_gathered(s: Annotated[Tensor, S["tp", 0]]) -> None:
+    y: Annotated[Tensor, R["tp"]] = all_gather(s, "tp", src=S(0), dst=I)  # E: [spmd-boundary] expected R, got I; fix: all_gather(s, "tp", src=S(0), dst=R) (all-gather forward, reduce-scatter in backward)
+
+
+def retarget_only_on_the_call_axis(x: Annotated[Tensor, I["tp"], R["dp"]]) -> Annotated[Tensor, R["tp"], I["dp"]]:
+    return convert(x, "tp", src=I, dst=R)  # E: [spmd-boundary] on axis 'dp': expected I, got R; fix: convert(convert(...), "dp", src=R, dst=I)
+
+
+def retarget_not_allowed(v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, I["tp"]]:
+    return reinterpret(v, "tp", src=V, dst=P)  # E: [spmd-boundary] expected I, got P; fix: all_reduce(reinterpret(...), "tp", src=P, dst=I)
