@@ -8,8 +8,9 @@ are plain metadata for ``typing.Annotated``::
     group: Annotated[ProcessGroup, Axis["tp"]]
 
 ``Spmd[Tensor, "dp:R, tp:V"]`` (or ``Spmd[Tensor, R["dp"], V["tp"]]``) builds the
-same ``Annotated`` type; mypy keeps it in type aliases, where it drops the
-metadata of ``Annotated`` (python/mypy#17514).
+same ``Annotated`` type.  In type aliases mypy drops the metadata of
+``Annotated`` (python/mypy#17514) and reads ``"dp"`` in ``R["dp"]`` as a name;
+the string form is the one that survives there.
 
 :func:`spmd_type_of_hint` reads the SPMD type back from such a hint (for
 example from ``typing.get_type_hints(f, include_extras=True)``); metadata of

@@ -15,8 +15,9 @@ class SpmdTensor(Tensor, Generic[_L_co]):
     """A tensor whose SPMD type is known on some mesh axes.
 
     The argument is a union of ``Literal["axis:type"]``, one per known axis; an axis
-    not listed is unknown. Inferred values carry ``| Any`` so that a variable can be
-    re-bound to a value of another SPMD type.
+    not listed is unknown. Without mypy's allow_redefinition, values the plugin
+    computes are ``SpmdTensor[Any]`` (their type rides in a side channel), so that a
+    variable can be re-bound to a value of another SPMD type.
     """
 
 class SpmdParameter(Parameter, SpmdTensor[_L_co]):

@@ -5,7 +5,7 @@ report for that line::
 
     y = p + r          # E: [spmd-partial] P plus a non-partial term (R)
     z = a + b          # OK
-    reveal_type(z)     # N: SpmdTensor[Literal['tp:V'] | Any]
+    reveal_type(z)     # N: SpmdTensor[Literal['tp:V']]
 
 ``# E: [code] text`` expects an error with that code whose message contains
 ``text`` (the text is optional); a line may carry several.  ``# N: text``
