@@ -284,17 +284,17 @@ def _effects(steps: tuple[Transition, ...]) -> str:
 _FIX_CALLS: Final = ("convert", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "reinterpret")
 
 
-def fix(call: str, have: Endpoint, want: Endpoint, axis: str, operand: int | None = None) -> Fix | None:
+def fix(call: str, have: Endpoint, want: Endpoint, axis: str, operands: tuple[int, ...] = ()) -> Fix | None:
     """``call(x, axis, src=have, dst=want)`` as a :class:`Fix`, or ``None`` if not allowed."""
     steps = route(call, have, want)
     if not steps:
         return None
     text = f'{call}({{x}}, "{axis}", src={type_arg(have)}, dst={type_arg(want)})'
-    return Fix(text, cost(steps), operand)
+    return Fix(text, cost(steps), operands)
 
 
 def fixes_between(
-    have: Endpoint, want: Endpoint, axis: str, operand: int | None = None
+    have: Endpoint, want: Endpoint, axis: str, operands: tuple[int, ...] = ()
 ) -> tuple[Fix, ...]:
     """Calls that turn a value of type ``have`` into ``want`` on ``axis``.
 
@@ -304,7 +304,7 @@ def fixes_between(
     implies, so it is not offered.
     """
     found = (
-        fix(call, have, want, axis, operand)
+        fix(call, have, want, axis, operands)
         for call in _FIX_CALLS
         if not (call == "all_reduce" and is_varying(have))
     )
@@ -322,7 +322,7 @@ def retargeted(violation: Violation, call: str, axis: str, src: Endpoint, want: 
     """
     if violation.axis != axis or not isinstance(want, (LocalType, Shard)):
         return violation
-    better = fix(call, src, want, axis, operand=0)
+    better = fix(call, src, want, axis, operands=(0,))
     if better is None:
         return violation
     return replace(violation, fixes=(better,))

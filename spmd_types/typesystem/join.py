@@ -29,7 +29,7 @@ whether a value of one type may stand where another is declared or written.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from spmd_types.typesystem.collectives import fixes_between
@@ -277,31 +277,47 @@ _CANDIDATE_CASTS: Final[tuple[tuple[LocalType, LocalType], ...]] = (
 def _with_fixes(
     violation: Violation, axis: str, roles: _Roles, kinds: Sequence[AxisType | None]
 ) -> Violation:
-    """``violation`` with the single-operand casts that would make the join succeed."""
+    """``violation`` with the casts that would make the join succeed.
+
+    A cast of one operand is preferred; where none is enough, the same cast of
+    every operand of one type (the weight and the bias of a linear layer, say).
+    A cast must keep what the other operands make of the result: it may not
+    turn a varying result replicated, for instance.
+    """
     fixes: list[Fix] = []
     for k in roles.members:
-        natural = None
-        rest = roles.without(k)
-        if rest.members:
-            natural, problem = _join_axis_raw(axis, rest, kinds)
-            if problem is not None or isinstance(natural, Constant):
-                natural = None  # nothing to preserve: any successful cast will do
         reduced = False
         for have, want in _CANDIDATE_CASTS:
             if kinds[k] is not have or (reduced and have is P):
                 continue  # one reduction of an operand is enough to suggest
-            trial = list(kinds)
-            trial[k] = want
-            joined, problem = _join_axis_raw(axis, roles, trial)
-            if problem is not None or (natural is not None and joined != natural):
-                continue
-            fixes.extend(fixes_between(have, want, axis, operand=k)[:1])
-            reduced = reduced or have is P
+            if _cast_works(axis, roles, kinds, (k,), want):
+                fixes.extend(fixes_between(have, want, axis, operands=(k,))[:1])
+                reduced = reduced or have is P
+    if not fixes:
+        for have, want in _CANDIDATE_CASTS:
+            group = tuple(k for k in roles.members if kinds[k] is have)
+            if len(group) > 1 and _cast_works(axis, roles, kinds, group, want):
+                fixes.extend(fixes_between(have, want, axis, operands=group)[:1])
     if not fixes:
         return violation
-    return Violation(
-        violation.code, violation.axis, violation.reason, violation.types, violation.operands, tuple(fixes)
-    )
+    return replace(violation, fixes=tuple(fixes))
+
+
+def _cast_works(
+    axis: str, roles: _Roles, kinds: Sequence[AxisType | None], cast: tuple[int, ...], want: AxisType
+) -> bool:
+    """Whether casting the operands ``cast`` to ``want`` makes the join succeed, as the others would have it."""
+    rest = roles
+    for k in cast:
+        rest = rest.without(k)
+    natural = None
+    if rest.members:
+        natural, problem = _join_axis_raw(axis, rest, kinds)
+        if problem is not None or isinstance(natural, Constant):
+            natural = None  # nothing to preserve: any successful cast will do
+    trial = [want if k in cast else kind for k, kind in enumerate(kinds)]
+    joined, problem = _join_axis_raw(axis, roles, trial)
+    return problem is None and (natural is None or joined == natural)
 
 
 # -- declarations, assignments, writes -----------------------------------------------

@@ -62,18 +62,20 @@ class Fix:
     ``call`` is a template with ``{x}`` standing for the value to change, for
     example ``convert({x}, "tp", src=I, dst=R)``.  ``cost`` says what it does in
     the forward and backward pass, for example
-    ``no-op forward, all-reduce in backward``.  ``operand`` names which operand
-    the fix applies to (its position among the op's operands), or ``None``
-    when the fix applies to the value the message is about.
+    ``no-op forward, all-reduce in backward``.  ``operands`` names the operands
+    the fix applies to (their positions among the op's operands; the call is
+    made on each of them), or is empty when the fix applies to the value the
+    message is about.
     """
 
     call: str
     cost: str
-    operand: int | None = None
+    operands: tuple[int, ...] = ()
 
-    def render(self, x: str) -> str:
-        """The call with ``x`` substituted, followed by its cost."""
-        return f"{self.call.format(x=x)} ({self.cost})"
+    def render(self, *names: str) -> str:
+        """The call on each of ``names``, followed by its cost."""
+        calls = " and ".join(self.call.format(x=name) for name in names)
+        return f"{calls} ({self.cost}{' each' if len(names) > 1 else ''})"
 
 
 @dataclass(frozen=True)
@@ -106,9 +108,7 @@ class Violation:
         if self.fixes:
             rendered = []
             for fix in self.fixes:
-                name = value
-                if fix.operand is not None and fix.operand < len(operand_names):
-                    name = operand_names[fix.operand]
-                rendered.append(fix.render(name))
+                names = [operand_names[k] if k < len(operand_names) else value for k in fix.operands]
+                rendered.append(fix.render(*(names or [value])))
             text += "; fix: " + ", or ".join(rendered)
         return text

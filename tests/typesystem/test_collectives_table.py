@@ -214,7 +214,7 @@ def test_a_mismatched_result_is_fixed_at_the_call() -> None:
     fixed = retargeted(violation, "all_reduce", "tp", P, I)
     assert [f.render("x") for f in fixed.fixes] == [
         'all_reduce(x, "tp", src=P, dst=I) (all-reduce forward, no-op in backward)']
-    assert fixed.fixes[0].operand == 0
+    assert fixed.fixes[0].operands == (0,)
     # Another axis, or a dst the call cannot produce, keeps the generic fixes.
     assert retargeted(violation, "all_reduce", "dp", P, I) is violation
     assert retargeted(violation, "reinterpret", "tp", V, I) is violation

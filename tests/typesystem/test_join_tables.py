@@ -228,11 +228,15 @@ def test_inplace_arithmetic():
         ("torch.Tensor.__mul__", ["tp:I", "tp:P"],
          ['convert(input, "tp", src=I, dst=R)', 'all_reduce(other, "tp", src=P, dst=I)']),
         ("torch.div", ["tp:R", "tp:P"], ['all_reduce(other, "tp", src=P, dst=R)']),
+        # No single cast is enough: both replicated parameters need one.
+        ("torch.nn.functional.linear", ["tp:S(0)", "tp:I", "tp:I"],
+         ['convert(weight, "tp", src=I, dst=R) and convert(bias, "tp", src=I, dst=R)']),
+        ("torch.nn.functional.linear", ["tp:I", "tp:S(0)", "tp:S(0)"], ['convert(input, "tp", src=I, dst=R)']),
     ],
 )
 def test_fix_suggestions(op, operands, fixes):
-    params = ["input", "other"][: len(operands)]
+    params = (["input", "weight", "bias"] if op.endswith("linear") else ["input", "other"])[: len(operands)]
     (violation,) = apply_op(lookup(op), [Operand(p, parse(t)) for p, t in zip(params, operands)]).violations
-    rendered = [fix.call.format(x=params[fix.operand]) for fix in violation.fixes]
+    rendered = [" and ".join(fix.call.format(x=params[k]) for k in fix.operands) for fix in violation.fixes]
     assert rendered == fixes
     assert all("forward" in fix.cost and "backward" in fix.cost for fix in violation.fixes)

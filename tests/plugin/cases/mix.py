@@ -27,3 +27,8 @@ def partial_and_varying(p: Annotated[Tensor, P["tp"]], v: Annotated[Tensor, V["t
 def axes_are_independent(x: Annotated[Tensor, P["dp"], V["tp"]], y: Annotated[Tensor, P["dp"], R["tp"]]) -> None:
     reveal_type(x + y)  # N: SpmdTensor[Literal['dp:P'] | Literal['tp:V']]
     z = x * y  # E: [spmd-partial] * on axis 'dp': a product of two P factors
+
+
+def weight_and_bias_both_need_a_cast(x: Annotated[Tensor, V["tp"]], w: Annotated[Tensor, I["tp"]],
+                                     b: Annotated[Tensor, I["tp"]]) -> None:
+    y = F.linear(x, w, b)  # E: [spmd-mix] I does not mix with V; fix: convert(w, "tp", src=I, dst=R) and convert(b, "tp", src=I, dst=R) (no-op forward, all-reduce in backward each)
