@@ -372,12 +372,28 @@ def check_call(
     if steps is None:
         reason = f"{call} does not accept src={type_arg(src)}, dst={type_arg(dst)}"
         violation = Violation(
-            Code.COLLECTIVE, axis, reason, (type_arg(src), type_arg(dst)), (), fixes_between(src, dst, axis)
+            Code.COLLECTIVE, axis, reason, (type_arg(src), type_arg(dst)), (), _rejected_fixes(call, src, dst, axis)
         )
         return CallOutcome(dst, None, (violation,))
     if have is None or src_accepts(src, have):
         return CallOutcome(dst, steps)
     return CallOutcome(dst, steps, (_src_mismatch(call, axis, have, src, dst),))
+
+
+def _rejected_fixes(call: str, src: Endpoint, dst: Endpoint, axis: str) -> tuple[Fix, ...]:
+    """For ``call(x, axis, src=src, dst=dst)``, which the table rejects: what to write instead.
+
+    The calls that go from ``src`` to ``dst`` (the types are taken as the
+    intent), or where none does, the same call with a ``dst`` it accepts.  A
+    permutation (``all_to_all``, ``ppermute``) from a type to itself is not
+    offered in place of another call: it moves data, it does not reduce or
+    gather it.
+    """
+    others = tuple(f for f in fixes_between(src, dst, axis)
+                   if src != dst or not f.call.startswith(("all_to_all(", "ppermute(")))
+    if others:
+        return others
+    return tuple(f for f in (fix(call, src, want, axis) for want in (R, I, V, P)) if f is not None)
 
 
 def src_accepts(src: Endpoint, have: AxisType) -> bool:

@@ -218,3 +218,17 @@ def test_a_mismatched_result_is_fixed_at_the_call() -> None:
     # Another axis, or a dst the call cannot produce, keeps the generic fixes.
     assert retargeted(violation, "all_reduce", "dp", P, I) is violation
     assert retargeted(violation, "reinterpret", "tp", V, I) is violation
+
+
+@pytest.mark.parametrize(
+    ("call", "src", "dst", "fixes"),
+    [
+        # A sum that stays per-rank is a reduce-scatter; an all-to-all would not sum anything.
+        ("all_reduce", V, V, ['reduce_scatter({x}, "tp", src=V, dst=V)']),
+        # No call keeps a pending sum pending: the same call with the destinations it has.
+        ("all_reduce", P, P, ['all_reduce({x}, "tp", src=P, dst=R)', 'all_reduce({x}, "tp", src=P, dst=I)']),
+    ],
+)
+def test_rejected_pair_fixes(call, src, dst, fixes):
+    (violation,) = check_call(call, "tp", None, src, dst).violations
+    assert [f.call for f in violation.fixes] == fixes
