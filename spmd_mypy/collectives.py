@@ -13,10 +13,12 @@ from __future__ import annotations
 from typing import Final
 
 from mypy.nodes import (
+    GDEF,
     CallExpr,
     Expression,
     IndexExpr,
     IntExpr,
+    NameExpr,
     RefExpr,
     StrExpr,
     TupleExpr,
@@ -74,8 +76,7 @@ def check_collective(session: Session, ctx: FunctionContext, call: str) -> Type:
     axis = _axis(ctx, args.get("axis"))
     where = call
     if axis is None:
-        reason = ("cannot tell which mesh axis this is: pass a string literal, a Final str, "
-                  'or a ProcessGroup annotated Annotated[ProcessGroup, Axis["tp"]]')
+        reason = _unknown_axis(args.get("axis"))
         session.reporter.violations(ctx.api, [Violation(Code.AXIS, None, reason)], ctx.context, where)
         return _typed(session, ctx, x_type, UNKNOWN if have is not None else None, None)
     src, dst = _endpoint(args.get("src")), _endpoint(args.get("dst"))
@@ -155,6 +156,22 @@ def _axis(ctx: FunctionContext, arg: tuple[Expression, Type] | None) -> str | No
         if isinstance(known, str):
             return known
     return Encoder.read_axis(typ)
+
+
+def _unknown_axis(arg: tuple[Expression, Type] | None) -> str:
+    """Why the axis argument cannot be read, and how to write it."""
+    reason = "cannot tell which mesh axis this is"
+    if arg is not None and isinstance(arg[0], NameExpr) and arg[0].kind == GDEF and _is_str(arg[1]):
+        name = arg[0].name
+        return (f"{reason}: {name} is a module-level str variable, whose value the checker does not follow; "
+                f'make it a constant ({name}: Final = "...", with Final from typing) or pass the name itself')
+    return (f"{reason}: pass a string literal, a Final str, "
+            'or a ProcessGroup annotated Annotated[ProcessGroup, Axis["tp"]]')
+
+
+def _is_str(typ: Type) -> bool:
+    proper = get_proper_type(typ)
+    return isinstance(proper, Instance) and proper.type.fullname == "builtins.str"
 
 
 def _endpoint(arg: tuple[Expression, Type] | None) -> Endpoint | _Unreadable | None:

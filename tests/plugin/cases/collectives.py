@@ -8,6 +8,7 @@ import spmd_types as spmd
 from spmd_types import I, P, R, S, V, Axis, all_gather, all_reduce, all_to_all, convert, reduce_scatter, reinterpret
 
 TP: Final = "tp"
+TP_VARIABLE = "tp"
 
 
 def reductions(p: Annotated[Tensor, P["tp"], R["dp"]], v: Annotated[Tensor, V["tp"]]) -> None:
@@ -63,6 +64,7 @@ def axis_forms(p: Annotated[Tensor, P["tp"]], g: Annotated[ProcessGroup, Axis["t
     reveal_type(all_reduce(p, g, dst=R))  # N: SpmdTensor[Literal['tp:R']]
     a = all_reduce(p, h, dst=R)  # E: [spmd-axis] cannot tell which mesh axis this is
     b = all_reduce(p, name, dst=R)  # E: [spmd-axis] cannot tell which mesh axis this is
+    c = all_reduce(p, TP_VARIABLE, dst=R)  # E: [spmd-axis] TP_VARIABLE is a module-level str variable, whose value the checker does not follow; make it a constant (TP_VARIABLE: Final = "...", with Final from typing)
 
 
 def dynamic_markers(p: Annotated[Tensor, P["tp"], R["dp"]], dst: spmd.LocalType) -> None:
