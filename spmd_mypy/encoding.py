@@ -42,6 +42,7 @@ from mypy.types import (
 
 from spmd_mypy.compat import lookup_type_info, read_side_channel, with_side_channel
 from spmd_types.typesystem import SpmdType, parse
+from spmd_types.typesystem.join import merge_paths
 from spmd_types.typesystem.local_types import Constant, local_type
 
 __all__ = [
@@ -108,10 +109,10 @@ class Encoder:
         if isinstance(proper, UnionType):
             found = {_read_instance(item) for item in map(get_proper_type, proper.items)
                      if isinstance(item, Instance) and item.type.fullname in _PHANTOMS}
-            found.discard(None)
-            if len(found) > 1:
-                return Divergent(tuple(sorted((t for t in found if t is not None), key=str)))
-            return found.pop() if found else None
+            paths = {t for t in found if t is not None}
+            if len(paths) > 1:
+                return merge_paths(paths) or Divergent(tuple(sorted(paths, key=str)))
+            return paths.pop() if paths else None
         return None
 
     @staticmethod

@@ -50,7 +50,7 @@ from spmd_types.typesystem.ops import OpRule, Result, canonical_param
 from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
 from spmd_types.typesystem.violations import Code, Fix, Violation
 
-__all__ = ["OpOutcome", "Operand", "apply_op", "check_fits", "fits"]
+__all__ = ["OpOutcome", "Operand", "apply_op", "check_fits", "fits", "merge_paths"]
 
 
 @dataclass(frozen=True)
@@ -361,3 +361,41 @@ def check_fits(value: SpmdType, declared: SpmdType, code: Code = Code.BOUNDARY) 
                 fixes = fixes_between(have, want, axis)
         violations.append(Violation(code, axis, reason, (have.code, want.code), (), fixes))
     return tuple(violations)
+
+
+# -- values that depend on the path taken ---------------------------------------------
+
+
+def merge_paths(types: Collection[SpmdType]) -> SpmdType | None:
+    """The type of a value that has one of ``types``, depending on the path taken.
+
+    ``None`` if the paths disagree.  Per axis: unknown on one path is unknown;
+    a constant that fits the tensor type of the other paths adds nothing (an
+    accumulator that starts at ``torch.zeros(())``); ``V`` and ``S(i)`` are all
+    varying and merge to ``V``; any other difference is a disagreement.
+    """
+    merged: dict[str, AxisType] = {}
+    for axis in sorted({axis for t in types for axis in t.axes}):
+        agree, kind = _merge_axis([t.get(axis) for t in types])
+        if not agree:
+            return None
+        if kind is not None:
+            merged[axis] = kind
+    _, default = _merge_axis([t.default for t in types])
+    return SpmdType(merged, default if isinstance(default, Constant) else None)
+
+
+def _merge_axis(kinds: Sequence[AxisType | None]) -> tuple[bool, AxisType | None]:
+    """Whether the paths agree on one axis, and the type they agree on (``None``: unknown)."""
+    if any(kind is None for kind in kinds):
+        return True, None
+    tensors = {kind for kind in kinds if kind is not None and not isinstance(kind, Constant)}
+    constants = [kind for kind in kinds if isinstance(kind, Constant)]
+    if not tensors:
+        return True, WEAK if WEAK in constants else ZERO
+    if len(tensors) > 1:
+        if not all(is_varying(kind) for kind in tensors):
+            return False, None
+        tensors = {V}
+    (kind,) = tensors
+    return all(fits(constant, kind) for constant in constants), kind

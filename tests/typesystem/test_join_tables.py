@@ -31,6 +31,7 @@ from spmd_types.typesystem import (
     lookup,
     parse,
 )
+from spmd_types.typesystem.join import merge_paths
 
 KINDS = [R, I, V, P, S(0), WEAK, ZERO, None]  # None: unknown on the axis
 
@@ -240,3 +241,24 @@ def test_fix_suggestions(op, operands, fixes):
     rendered = [" and ".join(fix.call.format(x=params[k]) for k in fix.operands) for fix in violation.fixes]
     assert rendered == fixes
     assert all("forward" in fix.cost and "backward" in fix.cost for fix in violation.fixes)
+
+
+@pytest.mark.parametrize(
+    ("paths", "merged"),
+    [
+        (["tp:R", "tp:R"], "tp:R"),
+        (["*:zero", "dp:V, tp:R"], "dp:V, tp:R"),  # an accumulator that starts at zero
+        (["*:weak", "tp:V"], "tp:V"),
+        (["*:weak", "tp:P"], None),  # a weak constant is not a pending sum
+        (["*:zero", "tp:P"], "tp:P"),
+        (["tp:S(0)", "tp:V"], "tp:V"),
+        (["tp:S(0)", "tp:S(1)"], "tp:V"),
+        (["tp:P", "tp:R"], None),
+        (["tp:I", "tp:R"], None),
+        (["tp:R", "dp:R"], ""),  # each axis unknown on one path
+        (["*:zero", "*:weak"], "*:weak"),
+    ],
+)
+def test_merge_paths(paths, merged):
+    result = merge_paths([parse(p) for p in paths])
+    assert (str(result) if result is not None else None) == merged

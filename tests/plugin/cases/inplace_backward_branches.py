@@ -52,3 +52,18 @@ def loops(x: Annotated[Tensor, R["tp"]], w: Annotated[Tensor, R["tp"]]) -> Annot
     for _ in range(3):
         x = x @ w
     return x  # OK
+
+
+def accumulators(xs: list[Annotated[Tensor, V["tp"]]], ps: list[Annotated[Tensor, P["tp"]]]) -> None:
+    total = torch.zeros(())
+    for x in xs:
+        total = total + x.sum()
+    reveal_type(total)  # N: SpmdTensor[Literal['tp:V']]
+    partial = torch.zeros(())
+    for q in ps:
+        partial = partial + q
+    y = all_reduce(partial, "tp", dst=R)  # OK
+    count = torch.ones(())
+    for q in ps:
+        count = q * 2
+    z = count + 1  # E: [spmd-branch] "count": has SPMD type *:weak or tp:P depending on the branch taken
