@@ -45,6 +45,7 @@ __all__ = [
     "AUTOGRAD_FUNCTION",
     "MODULE",
     "Producer",
+    "as_computed",
     "check_arguments",
     "fit_declared",
     "forward_signature",
@@ -55,7 +56,8 @@ __all__ = [
 
 MODULE: Final = "torch.nn.modules.module.Module"
 AUTOGRAD_FUNCTION: Final = "torch.autograd.function.Function"
-_TYPED: Final = frozenset({SPMD_TENSOR, SPMD_PARAMETER, AXIS_GROUP})
+_TENSORS: Final = frozenset({SPMD_TENSOR, SPMD_PARAMETER})
+_TYPED: Final = _TENSORS | {AXIS_GROUP}
 
 
 def has_spmd(typ: Type, seen: frozenset[TypeAliasType] = frozenset()) -> bool:
@@ -223,7 +225,7 @@ def fit_declared(
         return result
     if expected is declared_return_type(api):
         where = "return value"
-    elif _is_declaration(expected):
+    elif _is_declaration(expected) and not session.assigned_to_inferred(api, context):
         where = "value of a declared type"
     else:
         return result
@@ -244,6 +246,23 @@ def fit_declared(
     value_name = spell(context) if isinstance(context, Expression) else "x"
     session.reporter.violations(api, violations, context, where, operands, value=value_name, operator=operator)
     return expected
+
+
+def as_computed(session: Session, api: CheckerPluginInterface, typ: Type) -> Type:
+    """A call's declared result type, as the value it is at the call site.
+
+    The declaration belongs to the callee; in the caller the result is a value
+    like any other, so ``a = f(x)`` does not make ``a`` declared, and without
+    ``allow_redefinition`` ``a`` can still be re-bound (see
+    :mod:`spmd_mypy.encoding`).
+    """
+    proper = get_proper_type(typ)
+    if not isinstance(proper, Instance) or proper.type.fullname not in _TENSORS or not is_declaration(proper):
+        return typ
+    spmd = Encoder.read(proper)
+    if not isinstance(spmd, SpmdType) or not proper.type.bases:
+        return typ
+    return session.encoder(api).tensor(spmd, proper.type.bases[0], inferred=True) or typ
 
 
 def _is_plain_tensor(typ: Type) -> bool:

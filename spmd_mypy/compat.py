@@ -16,7 +16,20 @@ from contextlib import contextmanager
 from typing import Final
 
 from mypy.checker import TypeChecker
-from mypy.nodes import Context, Expression, MypyFile, RefExpr, SymbolTableNode, TypeInfo, Var
+from mypy.nodes import (
+    AssignmentStmt,
+    Block,
+    Context,
+    Expression,
+    MypyFile,
+    NameExpr,
+    Node,
+    RefExpr,
+    Statement,
+    SymbolTableNode,
+    TypeInfo,
+    Var,
+)
 from mypy.plugin import CheckerPluginInterface, TypeAnalyzerPluginInterface
 from mypy.typeops import bind_self
 from mypy.types import ExtraAttrs, FunctionLike, Instance, LiteralType, Type
@@ -29,6 +42,7 @@ __all__ = [
     "declared_return_type",
     "expression_type",
     "final_str_value",
+    "inferred_assignments",
     "is_declaration",
     "lookup_type_info",
     "lookup_type_name",
@@ -96,6 +110,42 @@ def checked_file(api: CheckerPluginInterface) -> MypyFile | None:
     """The module the checker is checking (to read its imports)."""
     tree = getattr(api, "tree", None)
     return tree if isinstance(tree, MypyFile) else None
+
+
+def inferred_assignments(tree: MypyFile) -> set[Expression]:
+    """The right-hand sides assigned, without an annotation, to variables whose type mypy infers.
+
+    ``a = make()`` gives ``a`` the type ``make`` declares for its result; the
+    next ``a = ...`` is then checked against that type, though nobody declared
+    it for ``a``.  An empty set if the tree cannot be walked.
+    """
+    found: set[Expression] = set()
+    pending: list[Node] = list(tree.defs)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, AssignmentStmt) and node.type is None and all(
+            isinstance(target, NameExpr) and isinstance(target.node, Var) and target.node.is_inferred
+            for target in node.lvalues
+        ):
+            found.add(node.rvalue)
+        pending.extend(_nested_statements(node))
+    return found
+
+
+# Where statements hold other statements (mypy's compiled traversers cannot be
+# subclassed by a plugin, so the walk is by attribute): function and class
+# bodies, branches, loops, with, try, match, decorators and overloads.
+_NESTED: Final = ("defs", "body", "else_body", "finally_body", "handlers", "bodies", "func", "items", "impl")
+
+
+def _nested_statements(node: Node) -> Iterator[Node]:
+    if not isinstance(node, (Statement, Block)):
+        return
+    for name in _NESTED:
+        child = getattr(node, name, None)
+        for item in child if isinstance(child, list) else [child]:
+            if isinstance(item, (Statement, Block)):
+                yield item
 
 
 def declared_return_type(api: CheckerPluginInterface) -> Type | None:

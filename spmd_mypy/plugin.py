@@ -139,7 +139,7 @@ class SpmdPlugin(Plugin):
     # -- boundaries of user-defined callables ----------------------------------------
 
     def _declared_signature(self, fullname: str) -> CallableType | None:
-        """The signature of function ``fullname`` if it has SPMD-typed parameters."""
+        """The signature of function ``fullname`` if it has SPMD-typed parameters or result."""
         try:
             return self._lookup_declared(fullname)
         except Exception:
@@ -150,10 +150,10 @@ class SpmdPlugin(Plugin):
             return None
         symbol = self.lookup_fully_qualified(fullname)
         signature = boundaries.signature_of(symbol.node) if symbol is not None else None
-        return signature if signature is not None and _has_spmd_parameters(signature) else None
+        return signature if signature is not None and _has_spmd_signature(signature) else None
 
     def _method_signature(self, owner: str, method: str) -> CallableType | None:
-        """The declared signature behind ``owner.method``, if it has SPMD-typed parameters.
+        """The declared signature behind ``owner.method``, if it has SPMD-typed parameters or result.
 
         For an ``nn.Module``'s ``__call__`` and an autograd Function's ``apply``
         that is the signature of ``forward``.
@@ -176,7 +176,7 @@ class SpmdPlugin(Plugin):
             signature = boundaries.forward_signature(info)
         else:
             signature = boundaries.signature_of(info.get_method(method))
-        return signature if signature is not None and _has_spmd_parameters(signature) else None
+        return signature if signature is not None and _has_spmd_signature(signature) else None
 
     def _relax(self, ctx: FunctionSigContext) -> FunctionLike:
         self._remember(ctx.context, ctx.default_signature)
@@ -213,7 +213,8 @@ class SpmdPlugin(Plugin):
         if declared is not None:
             boundaries.check_arguments(self._session, ctx.api, declared, ctx.arg_types, ctx.args, ctx.context,
                                        callee)
-        return boundaries.fit_declared(self._session, ctx.api, ctx.default_return_type, ctx.context)
+        result = boundaries.as_computed(self._session, ctx.api, ctx.default_return_type)
+        return boundaries.fit_declared(self._session, ctx.api, result, ctx.context)
 
     # -- plumbing --------------------------------------------------------------------
 
@@ -225,8 +226,8 @@ def _default_return(ctx: FunctionContext | MethodContext) -> Type:
     return ctx.default_return_type
 
 
-def _has_spmd_parameters(signature: CallableType) -> bool:
-    return any(boundaries.has_spmd(t) for t in signature.arg_types)
+def _has_spmd_signature(signature: CallableType) -> bool:
+    return any(boundaries.has_spmd(t) for t in (*signature.arg_types, signature.ret_type))
 
 
 def _class_of(typ: object) -> TypeInfo | None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mypy.nodes import Context, Import, ImportAll, ImportFrom, MypyFile
+from mypy.nodes import Context, Expression, Import, ImportAll, ImportFrom, MypyFile
 from mypy.plugin import CheckerPluginInterface
 from mypy.types import CallableType
 
-from spmd_mypy.compat import checked_file
+from spmd_mypy.compat import checked_file, inferred_assignments
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.report import Reporter
@@ -50,6 +50,20 @@ class Session:
             cached = (tree, _imports_spmd_types(tree))
             self._uses_spmd[tree.path] = cached
         return cached[1]
+
+
+    _inferred: dict[str, tuple[MypyFile, set[Expression]]] = field(default_factory=dict)
+
+    def assigned_to_inferred(self, api: CheckerPluginInterface, value: Context) -> bool:
+        """Whether ``value`` is assigned to a variable without a declared type (cached per parsed file)."""
+        tree = checked_file(api)
+        if tree is None:
+            return False
+        cached = self._inferred.get(tree.path)
+        if cached is None or cached[0] is not tree:
+            cached = (tree, inferred_assignments(tree))
+            self._inferred[tree.path] = cached
+        return value in cached[1]
 
 
 def _imports_spmd_types(file: MypyFile) -> bool:

@@ -299,13 +299,19 @@ def fixes_between(
     """Calls that turn a value of type ``have`` into ``want`` on ``axis``.
 
     Semantics-preserving calls (``convert`` and the collectives) come before
-    ``reinterpret``, which keeps the local data but changes the global value.
-    ``all_reduce`` of a varying value is spelled as the explicit reinterpret it
-    implies, so it is not offered.
+    ``reinterpret``, which keeps the local data but changes the global value,
+    except from varying to partial: there ``reinterpret`` is the usual intent
+    (the per-rank results of a row-parallel matmul are summands of the
+    result), and ``convert``'s zero padding the rare one.  ``all_reduce`` of a
+    varying value is spelled as the explicit reinterpret it implies, so it is
+    not offered.
     """
+    calls: tuple[str, ...] = _FIX_CALLS
+    if is_varying(have) and want is P:
+        calls = ("reinterpret", *(c for c in _FIX_CALLS if c != "reinterpret"))
     found = (
         fix(call, have, want, axis, operands)
-        for call in _FIX_CALLS
+        for call in calls
         if not (call == "all_reduce" and is_varying(have))
     )
     return tuple(f for f in found if f is not None)

@@ -147,3 +147,23 @@ class Block(nn.Module):
         reveal_type(self.norm(x))  # N: Any
         h = self.drop(self.act(x))
         return h  # E: [return-value] Incompatible return value type
+
+
+def make_partial() -> Annotated[Tensor, P["tp"]]:
+    raise NotImplementedError
+
+
+class Rebinding(nn.Module):
+    """A variable first bound to a declared value (a call's result, a parameter, an attribute) is not declared."""
+
+    weight: Annotated[nn.Parameter, S["tp", 0]]
+
+    def forward(self, x: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, R["tp"]]:
+        a = make_partial()
+        a = all_reduce(a, "tp", dst=R)  # OK
+        w = self.weight
+        w = F.linear(x, w)  # OK
+        h = x
+        h = h * w.sum()  # OK
+        reveal_type(h)  # N: SpmdTensor[Literal['tp:V']]
+        return a + h.sum()  # E: [spmd-boundary] return value on axis 'tp': expected R, got V

@@ -27,3 +27,13 @@ def return_of_a_call(v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]
 
 def declared_parameter(x: Annotated[Tensor, V["tp"]]) -> None:
     x = all_reduce(x, "tp", dst=R)  # E: [spmd-boundary] value of a declared type on axis 'tp': expected V, got R
+
+
+def make_partial() -> Annotated[Tensor, P["tp"]]:
+    raise NotImplementedError
+
+
+def rebind_a_call_result() -> Annotated[Tensor, R["tp"]]:
+    a = make_partial()
+    a = all_reduce(a, "tp", dst=R)  # OK
+    return a
