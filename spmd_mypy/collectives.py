@@ -87,7 +87,9 @@ def check_collective(session: Session, ctx: FunctionContext, call: str) -> Type:
         # Written as a variable: the call cannot be checked, and its result is unknown on the axis.
         result = have.with_axis(axis, None) if have is not None and have.default is None else UNKNOWN
         return _typed(session, ctx, x_type, result, None)
-    outcome = check_call(call, axis, have.get(axis) if have is not None else None, src, dst)
+    op = args.get("op")
+    reduction = op[0].value if op is not None and isinstance(op[0], StrExpr) else "sum"
+    outcome = check_call(call, axis, have.get(axis) if have is not None else None, src, dst, reduction)
     value = spell(x_expr) if x_expr is not None else "x"
     session.reporter.violations(ctx.api, outcome.violations, ctx.context, where, (value,), value)
     base = have if have is not None else UNKNOWN

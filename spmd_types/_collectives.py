@@ -24,7 +24,7 @@ import torch
 from spmd_types._errors import CollectiveArgumentError, NotDifferentiableError
 from spmd_types._mesh import AxisLike, Group, resolve_axis
 from spmd_types._prims import Permutation, check_dim, permutation, plan, run, shard_sizes
-from spmd_types.typesystem.collectives import Endpoint
+from spmd_types.typesystem.collectives import NO_GRADIENT_REDUCTIONS, Endpoint
 from spmd_types.typesystem.local_types import P, Shard, V
 
 __all__ = ["all_gather", "all_reduce", "all_to_all", "ppermute", "redistribute", "reduce_scatter"]
@@ -118,7 +118,7 @@ def all_reduce(
         return run(steps, x, group)
     if op == "avg":
         return run(steps, x, group) / group.size
-    if op == "max" or op == "min":
+    if op in NO_GRADIENT_REDUCTIONS:
         return _extremum(x, group, op)
     raise CollectiveArgumentError(f'all_reduce: op must be "sum", "avg", "max" or "min", got {op!r}')
 

@@ -35,6 +35,7 @@ from spmd_types.typesystem.violations import Code, Fix, Violation
 
 __all__ = [
     "CALLS",
+    "NO_GRADIENT_REDUCTIONS",
     "CallOutcome",
     "CallSpec",
     "Endpoint",
@@ -345,9 +346,13 @@ class CallOutcome:
     runs (``None`` when the call is not allowed); ``violations`` what is wrong.
     """
 
-    output: Endpoint | None
+    output: AxisType | None
     steps: tuple[Transition, ...] | None
     violations: tuple[Violation, ...] = ()
+
+
+NO_GRADIENT_REDUCTIONS: Final = frozenset({"max", "min"})
+"""``all_reduce`` ops that compute a statistic without a gradient."""
 
 
 def check_call(
@@ -356,13 +361,16 @@ def check_call(
     have: AxisType | None,
     src: Endpoint | None,
     dst: Endpoint | None,
+    op: str = "sum",
 ) -> CallOutcome:
-    """Check ``call(x, axis, src=src, dst=dst)`` for an input of type ``have`` on ``axis``.
+    """Check ``call(x, axis, src=src, dst=dst, op=op)`` for an input of type ``have`` on ``axis``.
 
     ``src``/``dst`` of ``None`` mean the argument was not passed: the call's
     default applies, and a missing required one is a violation.  ``have`` of
     ``None`` means the input is unknown on ``axis``: any ``src`` is accepted.
-    The output type is ``dst`` whenever ``dst`` is known.
+    The output type is ``dst`` whenever ``dst`` is known, except for a
+    reduction without a gradient (``op="max"``): its result is a weak
+    constant on the axis, since ``R`` and ``I`` differ only in the gradient.
     """
     spec = CALLS[call]
     src = src if src is not None else spec.src_default
@@ -381,9 +389,10 @@ def check_call(
             Code.COLLECTIVE, axis, reason, (type_arg(src), type_arg(dst)), (), _rejected_fixes(call, src, dst, axis)
         )
         return CallOutcome(dst, None, (violation,))
+    output: AxisType = WEAK if op in NO_GRADIENT_REDUCTIONS else dst
     if have is None or src_accepts(src, have):
-        return CallOutcome(dst, steps)
-    return CallOutcome(dst, steps, (_src_mismatch(call, axis, have, src, dst),))
+        return CallOutcome(output, steps)
+    return CallOutcome(output, steps, (_src_mismatch(call, axis, have, src, dst),))
 
 
 def _rejected_fixes(call: str, src: Endpoint, dst: Endpoint, axis: str) -> tuple[Fix, ...]:

@@ -204,7 +204,7 @@ def _join_axis_raw(
     for k in roles.selectors:
         if kinds[k] is P:
             return None, _violation(
-                Code.PARTIAL, axis, "P (a pending sum) as an index, mask or condition", kinds, (k,)
+                Code.PARTIAL, axis, "P (a pending sum) as an index, mask, condition or comparison operand", kinds, (k,)
             )
     tensors = [kind for kind in present if not isinstance(kind, Constant)]
     has_p = P in tensors

@@ -15,6 +15,9 @@ through it:
 * *selectors* (the condition of ``where``, a mask, the index of ``gather``)
   pick elements and carry no gradient: replicated ones (``R`` or ``I``) act
   like constants, a varying one makes the result vary, a partial one is an error;
+* ops whose result carries no gradient (comparisons, logical and bitwise ops,
+  ``argmax``, integer casts) take every argument as a selector, and their
+  replicated results are constants;
 * an op not in the table is non-linear in every argument.
 
 Arguments are named as in torch's signatures, with a method's ``self`` called
@@ -92,6 +95,8 @@ class OpRule:
         """``linear``, ``multilinear``, ``linear + multilinear``, ``non-linear`` or ``constant``."""
         if self.result in (Result.WEAK, Result.ZERO, Result.FRESH):
             return f"constant ({self.result.value})"
+        if self.result is Result.DETACH and not self.terms:
+            return "no gradient"
         if not self.terms:
             return "non-linear"
         if not (self.sequence_product or any(len(term) > 1 for term in self.terms)):
@@ -139,6 +144,11 @@ def _constant(result: Result, ignored: tuple[str, ...] = ()) -> OpRule:
     return OpRule(ignored=ignored, result=result)
 
 
+def _no_gradient(*args: str) -> OpRule:
+    """An op whose result carries no gradient (a bool or integer tensor): every argument is a selector."""
+    return OpRule(selectors=args, result=Result.DETACH)
+
+
 _UNARY: Final = _linear("input")
 _SELECT: Final = _linear("input", selectors=("index",))
 
@@ -159,6 +169,18 @@ _FUNCTION_AND_METHOD: Final[dict[str, OpRule]] = {
         _UNARY,
     ),
     "detach": OpRule(terms=(("input",),), result=Result.DETACH),
+    # Results without a gradient: comparisons, logical and bitwise ops, indices.
+    **dict.fromkeys(
+        ("eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal", "not_equal",
+         "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "isclose"),
+        _no_gradient("input", "other"),
+    ),
+    **dict.fromkeys(
+        ("logical_not", "bitwise_not", "isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit",
+         "argmax", "argmin", "argsort", "nonzero", "count_nonzero"),
+        _no_gradient("input"),
+    ),
+
     # Sums: each argument is a summand (alpha/value scale a term, which keeps it linear).
     **dict.fromkeys(("add", "sub", "subtract"), _linear("input", "other")),
     "where": _linear("input", "other", selectors=("condition",)),
@@ -220,6 +242,8 @@ _FUNCTION_ONLY: Final[dict[str, OpRule]] = {
     "chain_matmul": _product("matrices", sequence_product=True),
     "tensordot": _product("a", "b"),
     "embedding": _linear("weight", selectors=("indices",)),
+    "bucketize": _no_gradient("input", "boundaries"),
+    "searchsorted": _no_gradient("sorted_sequence", "input"),
     "zeros": _constant(Result.ZERO),
     **dict.fromkeys(
         ("ones", "full", "arange", "linspace", "logspace", "eye", "tensor", "scalar_tensor"),
@@ -253,6 +277,14 @@ _METHOD_ONLY: Final[dict[str, OpRule]] = {
     **dict.fromkeys(("__truediv__", "__itruediv__"), _linear("input", nonlinear=("other",))),
     "__rtruediv__": _linear("other", nonlinear=("input",)),
     **dict.fromkeys(("__neg__", "__pos__"), _UNARY),
+    **dict.fromkeys(
+        ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__", "__and__", "__or__", "__xor__",
+         "__rand__", "__ror__", "__rxor__"),
+        _no_gradient("input", "other"),
+    ),
+    "__invert__": _no_gradient("input"),
+    # Casts to integer and bool types end the gradient.
+    **dict.fromkeys(("bool", "long", "int", "short", "byte"), _no_gradient("input")),
     "__getitem__": _linear("input", selectors=("indices",)),
     "__setitem__": _linear("input", "value", selectors=("indices",)),
     # In-place updates whose result is the written value.

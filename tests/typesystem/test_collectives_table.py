@@ -23,7 +23,12 @@ from spmd_types.typesystem import (
     check_fits,
     route,
 )
-from spmd_types.typesystem.collectives import fixes_between, primitive_transitions, retargeted
+from spmd_types.typesystem.collectives import (
+    NO_GRADIENT_REDUCTIONS,
+    fixes_between,
+    primitive_transitions,
+    retargeted,
+)
 from spmd_types.typesystem.local_types import gradient_type
 
 # "Comms by forwards-backwards" in seeds/DESIGN.md, transcribed row by row.
@@ -232,3 +237,9 @@ def test_a_mismatched_result_is_fixed_at_the_call() -> None:
 def test_rejected_pair_fixes(call, src, dst, fixes):
     (violation,) = check_call(call, "tp", None, src, dst).violations
     assert [f.call for f in violation.fixes] == fixes
+
+
+@pytest.mark.parametrize("op", sorted(NO_GRADIENT_REDUCTIONS))
+def test_a_reduction_without_gradient_gives_a_constant(op):
+    assert check_call("all_reduce", "tp", V, V, I, op).output is WEAK
+    assert check_call("all_reduce", "tp", V, V, I, "sum").output is I

@@ -15,7 +15,10 @@ def reductions(p: Annotated[Tensor, P["tp"], R["dp"]], v: Annotated[Tensor, V["t
     reveal_type(all_reduce(p, "tp", dst=R))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:R']]
     reveal_type(all_reduce(p, "tp", src=P, dst=I))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:I']]
     reveal_type(all_reduce(v, "tp", dst=R))  # N: SpmdTensor[Literal['tp:R']]
-    reveal_type(all_reduce(v, "tp", src=V, dst=R, op="max"))  # N: SpmdTensor[Literal['tp:R']]
+    # A maximum has no gradient: R and I coincide, the result is a constant on the axis.
+    reveal_type(all_reduce(v, "tp", src=V, dst=R, op="max"))  # N: SpmdTensor[Any]
+    m = all_reduce(v.detach(), "tp", src=V, dst=I, op="max")
+    shifted = v - m  # OK
     reveal_type(reduce_scatter(p, "tp"))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:V']]
     reveal_type(reduce_scatter(p, "tp", dst=S(0)))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:V']]
     a = all_reduce(p, "tp")  # E: [call-arg] Missing named argument "dst"

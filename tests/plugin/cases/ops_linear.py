@@ -60,7 +60,7 @@ def selectors(p: Pt, v: Vt, i: It, r: Rt, pi: Annotated[Tensor, P["tp"]]) -> Non
     reveal_type(torch.where(r > 0, i, i))  # N: SpmdTensor[Literal['tp:I']]
     reveal_type(r[v.long()])  # N: SpmdTensor[Literal['tp:V']]
     a = p[v.long()]  # E: [spmd-mix] P (a pending sum) does not mix with V
-    b = r[pi]  # E: [spmd-partial] P (a pending sum) as an index, mask or condition
+    b = r[pi]  # E: [spmd-partial] P (a pending sum) as an index, mask, condition or comparison operand
     c = i[v.long()]  # E: [spmd-mix] I does not mix with V
 
 
@@ -70,3 +70,16 @@ def replicated_and_varying(r: Rt, v: Vt, s: Annotated[Tensor, R["tp"]]) -> None:
     reveal_type(torch.cat([r, v]))  # N: SpmdTensor[Literal['tp:V']]
     reveal_type(F.gelu(r))  # N: SpmdTensor[Literal['tp:R']]
     reveal_type(torch.softmax(v, -1))  # N: SpmdTensor[Literal['tp:V']]
+
+
+def no_gradient(target: Annotated[Tensor, I["tp"]], v: Annotated[Tensor, V["tp"]], p: Annotated[Tensor, P["tp"]],
+                start: int) -> None:
+    mask = (target < start) | (target >= start + 8)
+    reveal_type(mask)  # N: SpmdTensor[Any]
+    kept = v * ~mask  # OK
+    reveal_type(kept)  # N: SpmdTensor[Literal['tp:V']]
+    above = v > target  # OK
+    reveal_type(above)  # N: SpmdTensor[Literal['tp:V']]
+    ids = target.long()
+    picked = v.gather(-1, ids)  # OK
+    best = p.argmax(-1)  # E: [spmd-partial] P (a pending sum) as an index, mask, condition or comparison operand

@@ -27,5 +27,5 @@ def nonlinear(p: Pt, r: Annotated[Tensor, R["tp"]]) -> None:
 
 
 def spelled_operands(p: Pt) -> None:
-    a = p > 0  # E: [spmd-partial] > on axis 'tp': P (a pending sum) through a non-linear op; fix: all_reduce(p, "tp"
+    a = p > 0  # E: [spmd-partial] > on axis 'tp': P (a pending sum) as an index, mask, condition or comparison operand; fix: all_reduce(p, "tp"
     p += 1  # E: [spmd-partial] += on axis 'tp': P plus a non-partial term (weak), which would be added once per rank; fix: all_reduce(p, "tp"
