@@ -22,8 +22,8 @@ from mypy.nodes import (
     OpExpr,
     UnaryExpr,
 )
-from mypy.plugin import AttributeContext, FunctionContext, MethodContext
-from mypy.types import AnyType, Type, UnionType, get_proper_type
+from mypy.plugin import AttributeContext, FunctionContext, FunctionSigContext, MethodContext
+from mypy.types import AnyType, FunctionLike, Instance, Type, UnionType, get_proper_type
 
 from spmd_mypy.boundaries import fit_declared, has_spmd, report_divergent
 from spmd_mypy.compat import expression_type
@@ -60,6 +60,7 @@ __all__ = [
     "check_method",
     "check_property",
     "public_function_name",
+    "widen_tensor_lists",
 ]
 
 # Classes whose methods are tensor methods (method hooks are keyed by the receiver's class).
@@ -89,6 +90,30 @@ def public_function_name(fullname: str) -> str | None:
         if fullname.startswith(prefix):
             return public + fullname[len(prefix):]
     return None
+
+
+def widen_tensor_lists(session: Session, ctx: FunctionSigContext) -> FunctionLike:
+    """A torch function's signature with its ``list[Tensor]`` parameters taking ``Sequence[Tensor]``.
+
+    ``list`` is invariant, so a list built from SPMD-typed tensors
+    (``outs.append(h)``, then ``torch.cat(outs)``) is not a ``list[Tensor]``
+    to mypy; torch only reads these lists.
+    """
+    signature = ctx.default_signature
+    if not session.uses_spmd(ctx.api):
+        return signature
+    widened = [_widen(ctx, t) for t in signature.arg_types]
+    return signature.copy_modified(arg_types=widened)
+
+
+def _widen(ctx: FunctionSigContext, typ: Type) -> Type:
+    proper = get_proper_type(typ)
+    if isinstance(proper, UnionType):
+        return UnionType.make_union([_widen(ctx, item) for item in proper.items], proper.line, proper.column)
+    if (isinstance(proper, Instance) and proper.type.fullname == "builtins.list" and proper.args
+            and contains_tensor(proper.args[0])):
+        return ctx.api.named_generic_type("typing.Sequence", list(proper.args))
+    return typ
 
 
 def check_function(session: Session, ctx: FunctionContext, name: str) -> Type:

@@ -105,6 +105,9 @@ class SpmdPlugin(Plugin):
         return None
 
     def get_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
+        if ops.public_function_name(fullname) is not None:
+            session = self._session
+            return self._guard(lambda ctx: ops.widen_tensor_lists(session, ctx), lambda ctx: ctx.default_signature)
         if self._declared_signature(fullname) is None:
             return None
         return self._guard(self._relax, lambda ctx: ctx.default_signature)

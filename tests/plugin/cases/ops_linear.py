@@ -83,3 +83,12 @@ def no_gradient(target: Annotated[Tensor, I["tp"]], v: Annotated[Tensor, V["tp"]
     ids = target.long()
     picked = v.gather(-1, ids)  # OK
     best = p.argmax(-1)  # E: [spmd-partial] P (a pending sum) as an index, mask, condition or comparison operand
+
+
+def lists_of_spmd_tensors(x: Annotated[Tensor, V["tp"]], w: Annotated[Tensor, R["tp"]]) -> None:
+    outs = []
+    for c in x.chunk(4):
+        outs.append(c @ w)
+    reveal_type(torch.cat(outs))  # N: SpmdTensor[Literal['tp:V']]
+    parts = [c * 2 for c in x.chunk(2)]
+    reveal_type(torch.stack(parts, dim=0))  # N: SpmdTensor[Literal['tp:V']]
