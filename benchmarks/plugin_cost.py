@@ -1,13 +1,14 @@
 """What the mypy plugin costs: mypy with and without ``plugins = spmd_mypy.plugin``.
 
-    python benchmarks/plugin_cost.py                 # defaults: about 8 minutes on 2 cores
+    python benchmarks/plugin_cost.py                 # defaults: about 5 minutes on 2 cores
     python benchmarks/plugin_cost.py --quick         # smoke run, about 1 minute
 
 Both configurations are ``mypy.ini.example`` with ``mypy_path`` pointing at this
 checkout's stubs; "plain" drops the ``plugins =`` line (the annotations are then
 ordinary ``Annotated`` metadata), nothing else differs.  mypy runs as a child
-process from the repository root, so the plugin and ``spmd_types`` are
-importable without installing anything.
+process in a snapshot of the checkout taken at the start (``prepare_children``),
+so the plugin and ``spmd_types`` are importable without installing anything and
+concurrent edits to the checkout do not disturb the run.
 
 Workloads:
 
@@ -27,7 +28,13 @@ Modes, each measured for both configurations back to back (the order
 alternates between repeats, so drift hits both alike):
 
 * ``cold``: empty cache directory (torch is analysed from scratch);
-* ``warm``: the cache of the previous cold run, nothing changed;
+* ``cold, torch cached``: a copy of a cache in which mypy has checked
+  ``model-0`` (torch, the stubs and the standard library are in it), so that
+  only the workload's own modules are analysed from scratch: the cost of the
+  annotated code without the constant cost of torch, and so a far less noisy
+  measure of the per-block cost;
+* ``warm``: the cache of the previous cold run, nothing changed
+  (``--warm-repeats`` runs after each cold run: a warm run is short, so noisy);
 * ``edit``: the warm cache, after a one-line edit in one module (plain
   incremental mypy);
 * ``daemon``: ``dmypy check`` after the same kind of one-line edit, with one
@@ -67,6 +74,47 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("plain", "plugin")
+# What mypy's children need from the checkout (the plugin's test cases stand in where examples/ is missing).
+SNAPSHOT_PATHS = ("spmd_mypy", "spmd_types", "stubs", "examples", "tests/plugin/cases", "mypy.ini.example")
+
+# Set by prepare_children: where the children import the plugin from and run, and their bytecode cache.
+CHECKOUT = ROOT
+PYCACHE: Path | None = None
+
+
+def prepare_children(where: Path, commit: str | None = None) -> str:
+    """Snapshot the code into ``where`` for every later child; say which code that is.
+
+    The snapshot is of the working tree, or of ``commit`` (``git archive``)
+    when given.  The children then import the plugin and check the examples
+    from it, so that edits to the checkout during a run change neither the
+    code measured nor mypy's caches (the plugin's part of the cache key hashes
+    its own and the rule core's sources).  Their bytecode goes to
+    ``where/pycache``.
+    """
+    global CHECKOUT, PYCACHE
+    CHECKOUT, PYCACHE = where / "checkout", where / "pycache"
+    CHECKOUT.mkdir(parents=True, exist_ok=True)
+    git = ["git", "-C", str(ROOT)]
+    if commit is not None:
+        rev = subprocess.run([*git, "rev-parse", "--short", commit], capture_output=True, text=True, check=True)
+        tracked = subprocess.run([*git, "ls-tree", "--name-only", commit, "--", *SNAPSHOT_PATHS],
+                                 capture_output=True, text=True, check=True).stdout.split()
+        archive = subprocess.run([*git, "archive", commit, "--", *tracked], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(CHECKOUT)], input=archive.stdout, check=True)
+        return f"code: commit {rev.stdout.strip()} (git archive)"
+    for name in SNAPSHOT_PATHS:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, CHECKOUT / name, ignore=shutil.ignore_patterns("__pycache__", ".mypy_cache"),
+                            dirs_exist_ok=True)
+        elif source.exists():
+            (CHECKOUT / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, CHECKOUT / name)
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run([*git, "status", "--porcelain", "--", *SNAPSHOT_PATHS], capture_output=True,
+                           text=True).stdout.strip()
+    return f"code: working tree at commit {head or '?'}{' with uncommitted changes' if dirty else ''}"
 
 # -- configurations ----------------------------------------------------------------
 
@@ -77,8 +125,8 @@ def config_text(plugin: bool, skip_torch: bool = True) -> str:
     ``skip_torch=False`` drops the sections that skip torch's heavy subpackages.
     """
     parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string((ROOT / "mypy.ini.example").read_text())
-    parser["mypy"]["mypy_path"] = str(ROOT / "stubs")
+    parser.read_string((CHECKOUT / "mypy.ini.example").read_text())
+    parser["mypy"]["mypy_path"] = str(CHECKOUT / "stubs")
     if not plugin:
         parser["mypy"].pop("plugins", None)
     if not skip_torch:
@@ -112,20 +160,30 @@ class Sample:
 
 
 def child_env() -> dict[str, str]:
+    """The environment of every mypy child: ``CHECKOUT`` importable, bytecode caching on.
+
+    With ``PYTHONDONTWRITEBYTECODE`` set (as in some CI images) every mypy run
+    would compile the plugin's and the rule core's sources again, about 25 ms
+    that an installed package (whose bytecode pip writes) never pays; the
+    children write their bytecode under ``PYCACHE`` instead.
+    """
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CHECKOUT), env.get("PYTHONPATH")]))
     env.pop("MYPY_CACHE_DIR", None)
+    if PYCACHE is not None:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
     return env
 
 
 def run_child(argv: list[str], timeout: float | None = None) -> Sample:
-    """Run ``argv`` from the repository root; wall, CPU and peak RSS of that one child.
+    """Run ``argv`` in ``CHECKOUT``; wall, CPU and peak RSS of that one child.
 
     Past ``timeout`` seconds the child is killed and ``rc`` is -9.
     """
     with tempfile.TemporaryFile("w+") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(argv, cwd=ROOT, env=child_env(), stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, cwd=CHECKOUT, env=child_env(), stdout=out, stderr=subprocess.STDOUT)
         timer = threading.Timer(timeout, proc.kill) if timeout is not None else None
         if timer is not None:
             timer.start()
@@ -202,7 +260,7 @@ class Daemon:
         return sum(float(stats.get(k, 0.0)) for k in FG_PHASES)
 
     def kill(self) -> None:
-        subprocess.run(self.client("kill"), cwd=ROOT, env=child_env(), capture_output=True, check=False)
+        subprocess.run(self.client("kill"), cwd=CHECKOUT, env=child_env(), capture_output=True, check=False)
         self.status.unlink(missing_ok=True)
 
     def peak_rss_mb(self) -> float:
@@ -214,7 +272,7 @@ class Daemon:
 
     def stop(self) -> None:
         if self.status.exists():
-            subprocess.run(self.client("stop"), cwd=ROOT, env=child_env(), capture_output=True, check=False)
+            subprocess.run(self.client("stop"), cwd=CHECKOUT, env=child_env(), capture_output=True, check=False)
 
 
 # -- workloads ---------------------------------------------------------------------
@@ -329,8 +387,8 @@ def generate_model(where: Path, blocks: int, per_module: int) -> Workload:
     for m in range(max(1, -(-blocks // per_module))):
         ks = range(m * per_module, min(blocks, (m + 1) * per_module))
         text = STAGE_HEAD.format(m=m) + "".join(BLOCK.format(k=k) for k in ks)
-        text += STAGE.format(m=m, inits="\n".join(f"        self.b{k} = Block{k}(dim, hidden)" for k in ks) or "        pass",
-                             calls="\n".join(f"        x = self.b{k}(x)" for k in ks))
+        inits = "\n".join(f"        self.b{k} = Block{k}(dim, hidden)" for k in ks) or "        pass"
+        text += STAGE.format(m=m, inits=inits, calls="\n".join(f"        x = self.b{k}(x)" for k in ks))
         (package / f"stage{m}.py").write_text(text)
         stages.append(m)
     (package / "model.py").write_text(MODEL.format(
@@ -341,17 +399,18 @@ def generate_model(where: Path, blocks: int, per_module: int) -> Workload:
     files = sorted(package.glob("*.py"))
     edit_file = package / "stage0.py"
     if blocks == 0:  # no block to edit: give the empty stage an edit line
-        edit_file.write_text(edit_file.read_text() + "\n\ndef _edited() -> float:\n" + EDIT_LINE[0] + "        return eps\n")
+        edited = "\n\ndef _edited() -> float:\n" + EDIT_LINE[0] + "        return eps\n"
+        edit_file.write_text(edit_file.read_text() + edited)
     return Workload(f"model-{blocks}", [package], edit_file, EDIT_LINE, blocks, len(files),
                     sum(len(f.read_text().splitlines()) for f in files))
 
 
 def example_workload(where: Path) -> Workload:
     """``examples/`` (copied under its own name: its modules import ``examples.*``), else the plugin's cases."""
-    source = ROOT / "examples"
+    source = CHECKOUT / "examples"
     label = "examples"
     if not source.is_dir() or not any(source.rglob("*.py")):
-        source, label = ROOT / "tests" / "plugin" / "cases", "tests/plugin/cases"
+        source, label = CHECKOUT / "tests" / "plugin" / "cases", "tests/plugin/cases"
     copy = where / "workload-examples" / source.name
     shutil.copytree(source, copy, ignore=shutil.ignore_patterns("__pycache__", ".mypy_cache"))
     files = sorted(copy.rglob("*.py"))
@@ -379,7 +438,10 @@ class Cell:
             if server is not None:
                 self.server[config].append(server)
         else:
-            why = "timed out" if sample.rc == -9 else "daemon crashed" if "crashed" in sample.output else f"exit {sample.rc}"
+            if sample.rc == -9:
+                why = "timed out"
+            else:
+                why = "daemon crashed" if "crashed" in sample.output else f"exit {sample.rc}"
             self.failures[config].append(f"{why} after {sample.wall:.0f} s")
 
     def wall(self, config: str) -> list[float]:
@@ -402,16 +464,26 @@ def ordered(rep: int) -> tuple[str, ...]:
     return CONFIGS if rep % 2 == 0 else CONFIGS[::-1]
 
 
-def measure_batch(workload: Workload, configs: dict[str, Path], tmp: Path, repeats: int,
+def measure_batch(workload: Workload, configs: dict[str, Path], tmp: Path, repeats: int, warm_repeats: int,
                   edits: bool, log) -> dict[str, Cell]:  # type: ignore[no-untyped-def]
-    cells = {mode: Cell() for mode in ("cold", "warm", "edit")}
+    """Cold, torch-cached cold, warm and (if ``edits``) edit runs of both configurations.
+
+    ``tmp / "cache-base-<config>"`` must hold the cache of a check of ``model-0``.
+    """
+    cells = {mode: Cell() for mode in ("cold", "cold, torch cached", "warm", "edit")}
     caches = {c: tmp / f"cache-{workload.name.split()[0].replace('/', '_')}-{c}" for c in CONFIGS}
     for rep in range(repeats):
         for config in ordered(rep):
             shutil.rmtree(caches[config], ignore_errors=True)
-            cells["cold"].samples[config].append(run_mypy(configs[config], caches[config], workload.targets))
+            shutil.copytree(tmp / f"cache-base-{config}", caches[config])
+            cells["cold, torch cached"].samples[config].append(
+                run_mypy(configs[config], caches[config], workload.targets))
         for config in ordered(rep + 1):
-            cells["warm"].samples[config].append(run_mypy(configs[config], caches[config], workload.targets))
+            shutil.rmtree(caches[config], ignore_errors=True)
+            cells["cold"].samples[config].append(run_mypy(configs[config], caches[config], workload.targets))
+        for warm in range(warm_repeats):
+            for config in ordered(rep + warm + 1):
+                cells["warm"].samples[config].append(run_mypy(configs[config], caches[config], workload.targets))
         log(f"  {workload.name}: repeat {rep + 1}/{repeats} cold+warm done")
     if edits:
         for rep in range(repeats):
@@ -491,12 +563,12 @@ def print_table(rows: list[tuple[str, str, Cell]]) -> None:
                 print(f"{'':30} {'':19} {config} FAILED: {'; '.join(failed)}")
 
 
-def print_scaling(models: list[Workload], cold: dict[str, Cell]) -> None:
-    """Per-block cold cost: against model-0 (average) and against the next smaller model (marginal)."""
+def print_scaling(models: list[Workload], cold: dict[str, Cell], mode: str) -> None:
+    """Per-block cost in ``mode``: against model-0 (average) and against the next smaller model (marginal)."""
     base = next((w for w in models if w.blocks == 0), None)
     if base is None:
         return
-    print("\nPer-block cost of a cold run, from median CPU seconds: 'average' = (model-N - model-0) / N, "
+    print(f"\nPer-block cost, {mode}, from median CPU seconds: 'average' = (model-N - model-0) / N, "
           "'marginal' = (model-N - previous model) / (N - previous N):")
     header = (f"{'model':10} {'files':>5} {'lines':>6} {'plain avg ms':>12} {'plugin avg ms':>13} "
               f"{'extra avg ms':>12} {'plain marg ms':>13} {'plugin marg ms':>14} {'plugin avg vs smallest':>22}")
@@ -537,7 +609,8 @@ def machine() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[50, 200, 800], help="model sizes in blocks")
-    parser.add_argument("--repeats", type=int, default=3, help="cold/warm/edit runs per configuration")
+    parser.add_argument("--repeats", type=int, default=3, help="cold/edit runs per configuration")
+    parser.add_argument("--warm-repeats", type=int, default=5, help="warm runs after each cold run")
     parser.add_argument("--daemon-edits", type=int, default=5, help="one-line edits rechecked by each daemon")
     parser.add_argument("--blocks-per-module", type=int, default=25)
     parser.add_argument("--edit-every-size", action="store_true", help="edit and daemon modes for every model size")
@@ -548,11 +621,13 @@ def main() -> None:
                         "mypy.ini.example")
     parser.add_argument("--daemon-timeout", type=float, default=120, help="seconds before a daemon check is abandoned")
     parser.add_argument("--no-examples", action="store_true")
-    parser.add_argument("--quick", action="store_true", help="sizes 10 40, one repeat, two daemon edits")
+    parser.add_argument("--quick", action="store_true", help="sizes 10 40, one repeat, two warm runs and "
+                        "two daemon edits")
     parser.add_argument("--keep", type=Path, help="generate into this directory and keep it")
+    parser.add_argument("--commit", help="measure this commit's code (default: the working tree)")
     args = parser.parse_args()
     if args.quick:
-        args.sizes, args.repeats, args.daemon_edits = [10, 40], 1, 2
+        args.sizes, args.repeats, args.warm_repeats, args.daemon_edits = [10, 40], 1, 2, 2
 
     log = lambda message: print(message, file=sys.stderr, flush=True)  # noqa: E731
     print(machine())
@@ -560,15 +635,17 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="spmd-plugin-cost-")) if args.keep is None else args.keep
     tmp.mkdir(parents=True, exist_ok=True)
     try:
+        print(prepare_children(tmp, args.commit))
         configs = write_configs(tmp)
         daemon_configs = write_configs(tmp, skip_torch=args.daemon_config == "example")
         workloads: list[Workload] = [] if args.no_examples else [example_workload(tmp)]
         models = [generate_model(tmp, n, args.blocks_per_module) for n in sorted({0, *args.sizes})]
         workloads += models
         largest = max(models, key=lambda w: w.blocks or 0)
-        # One untimed run so that torch's sources are in the page cache for everyone.
-        run_mypy(configs["plugin"], tmp / "cache-discard", models[0].targets)
-        shutil.rmtree(tmp / "cache-discard", ignore_errors=True)
+        # The base caches for "cold, torch cached"; these untimed runs also bring torch's sources
+        # into the page cache and write the children's bytecode.
+        for config in CONFIGS:
+            run_mypy(configs[config], tmp / f"cache-base-{config}", models[0].targets)
         for config in CONFIGS:  # the generated models must be clean, or the timings mean little
             found = run_mypy(configs[config], tmp / f"cache-sanity-{config}", largest.targets)
             if found.rc != 0:
@@ -576,11 +653,12 @@ def main() -> None:
             shutil.rmtree(tmp / f"cache-sanity-{config}", ignore_errors=True)
 
         rows: list[tuple[str, str, Cell]] = []
-        cold: dict[str, Cell] = {}
+        scaling: dict[str, dict[str, Cell]] = {"cold": {}, "cold, torch cached": {}}
         for workload in workloads:
             edits = args.edit_every_size or workload is largest or workload.blocks is None
-            cells = measure_batch(workload, configs, tmp, args.repeats, edits, log)
-            cold[workload.name] = cells["cold"]
+            cells = measure_batch(workload, configs, tmp, args.repeats, args.warm_repeats, edits, log)
+            for mode, by_workload in scaling.items():
+                by_workload[workload.name] = cells[mode]
             if edits and not args.no_daemon:
                 cells.update(measure_daemon(workload, daemon_configs, tmp, args.daemon_edits, args.daemon_timeout,
                                             log))
@@ -589,15 +667,18 @@ def main() -> None:
         print(f"\n{'workload':30} {'files':>5} {'lines':>6}")
         for w in workloads:
             print(f"{w.name:30} {w.files:5d} {w.lines:6d}")
-        print(f"\nmypy with the plugin vs without it; {args.repeats} repeats ({args.daemon_edits} daemon edits); "
+        print(f"\nmypy with the plugin vs without it; {args.repeats} repeats ({args.warm_repeats} warm runs after each "
+              f"cold one, {args.daemon_edits} daemon edits); "
               f"wall seconds as median [min-max]; daemon configuration: {args.daemon_config}")
         print_table(rows)
         daemon_rows = [(w, c) for w, m, c in rows if m == "daemon edit" and c.server["plugin"]]
         if daemon_rows:
-            print("\nDaemon recheck after a one-line edit, server-side seconds (dmypy --perf-stats-file), median [min-max]:")
+            print("\nDaemon recheck after a one-line edit, server-side seconds (dmypy --perf-stats-file), "
+                  "median [min-max]:")
             for w, c in daemon_rows:
                 print(f"  {w:30} plain {fmt_spread(c.server['plain'])}   plugin {fmt_spread(c.server['plugin'])}")
-        print_scaling(models, cold)
+        for mode, by_workload in scaling.items():
+            print_scaling(models, by_workload, mode)
         print(f"\ntotal benchmark time {time.perf_counter() - started:.0f} s, load average at end "
               f"{os.getloadavg()[0]:.2f}")
     finally:
