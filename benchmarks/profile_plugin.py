@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import functools
 import json
 import os
 import pstats
@@ -149,13 +148,6 @@ def timer_overhead() -> float:
 # -- what-if patches ---------------------------------------------------------------
 
 
-def patch_parse_cache() -> None:
-    """Memoize ``SpmdType`` parsing of the canonical text that mypy types carry (types are immutable)."""
-    from spmd_mypy import encoding
-
-    encoding.parse = functools.lru_cache(maxsize=4096)(encoding.parse)  # type: ignore[attr-defined]
-
-
 def patch_decision_cache() -> None:
     """Remember per full name whether a user callable has SPMD parameters (one lookup per name, not per call)."""
     from spmd_mypy.plugin import SpmdPlugin
@@ -179,31 +171,9 @@ def patch_decision_cache() -> None:
     SpmdPlugin._method_signature = method  # type: ignore[method-assign]
 
 
-def patch_apply_cache() -> None:
-    """Memoize the rule core's ``apply_op`` on (rule, operands, passed): a pure function of hashable values."""
-    from spmd_mypy import ops
-
-    original = ops.apply_op
-    memo: dict[Any, Any] = {}
-
-    def apply_op(rule: Any, operands: Any, passed: Any = frozenset()) -> Any:
-        try:
-            key = (id(rule), tuple((o.param, o.type) for o in operands), frozenset(passed))
-            hash(key)
-        except TypeError:
-            return original(rule, operands, passed)
-        found = memo.get(key)
-        if found is None:
-            found = memo[key] = original(rule, operands, passed)
-        return found
-
-    ops.apply_op = apply_op  # type: ignore[assignment]
-
-
+# The parse and apply_op caches this section once proposed are in the plugin now.
 WHAT_IFS: dict[str, Callable[[], None]] = {
-    "parse cache": patch_parse_cache,
     "decision cache": patch_decision_cache,
-    "apply_op cache": patch_apply_cache,
 }
 
 # -- child runs --------------------------------------------------------------------
@@ -359,8 +329,7 @@ def section_what_if(configs: dict[str, Path], tmp: Path, targets: list[Path], re
     print(f"\n4. What-if: proposed changes patched into the child; CPU seconds of a cold run (user + sys of the "
           f"child, the hook timer's own cost removed), median of {repeats}, variants interleaved, order reversed "
           "every other repeat")
-    variants = {"plain (no plugin)": None, "plugin as is": [], **{f"+ {name}": [name] for name in WHAT_IFS},
-                "+ all three": list(WHAT_IFS)}
+    variants = {"plain (no plugin)": None, "plugin as is": [], **{f"+ {name}": [name] for name in WHAT_IFS}}
     cpu: dict[str, list[float]] = {name: [] for name in variants}
     hook: dict[str, list[float]] = {name: [] for name in variants}
     for rep in range(repeats):

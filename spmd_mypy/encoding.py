@@ -25,6 +25,7 @@ a difference between branches goes unseen.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Final
 
@@ -173,9 +174,13 @@ def _read_instance(instance: Instance) -> SpmdType | None:
         return None
     text = read_side_channel(instance)
     if text is not None:
-        return parse(text)
+        return _parse(text)
     # No side channel (a type mypy rebuilt, e.g. by a join): read the literals.
     arg = get_proper_type(instance.args[0]) if instance.args else None
     members = arg.items if isinstance(arg, UnionType) else [arg]
     literals = [m.value for m in map(get_proper_type, members) if isinstance(m, LiteralType)]
-    return parse(", ".join(str(v) for v in literals))
+    return _parse(", ".join(str(v) for v in literals))
+
+
+# Every read of an SPMD-typed value parses its text; a program has few distinct ones.
+_parse: Final = functools.lru_cache(maxsize=4096)(parse)

@@ -9,6 +9,7 @@ result: the plugin is inert on code that does not use SPMD annotations.
 
 from __future__ import annotations
 
+import functools
 from typing import Final
 
 from mypy.nodes import (
@@ -43,6 +44,7 @@ from spmd_types.typesystem import (
     UNKNOWN,
     Code,
     Operand,
+    OpOutcome,
     OpRule,
     Result,
     SpmdType,
@@ -202,6 +204,12 @@ def _is_any(typ: Type) -> bool:
     return isinstance(get_proper_type(typ), AnyType)
 
 
+@functools.lru_cache(maxsize=8192)
+def _outcome(rule: OpRule, operands: tuple[Operand, ...], passed: frozenset[str]) -> OpOutcome:
+    """:func:`apply_op`, remembered: a model applies the same few ops to the same few types."""
+    return apply_op(rule, operands, passed)
+
+
 def _is_union(typ: Type) -> bool:
     return isinstance(get_proper_type(typ), UnionType)
 
@@ -227,7 +235,7 @@ def _apply(
         return default  # size(), item(), and the like
     for expr, found in arguments.divergent:
         report_divergent(session, ctx.api, expr, found, operator=operator)
-    outcome = apply_op(rule, arguments.operands, arguments.passed)
+    outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed))
     session.reporter.violations(ctx.api, outcome.violations, ctx.context, display_name(name), arguments.spelled,
                                 operator=operator)
     if not returns_tensor:

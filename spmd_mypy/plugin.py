@@ -63,6 +63,9 @@ class SpmdPlugin(Plugin):
             print(f"spmd-mypy: {error}", file=sys.stderr)
             raise SystemExit(2) from None
         self._session = Session(self._options, Reporter(self._options.debug))
+        # mypy asks for hooks at every call site; whether a callable has an SPMD
+        # signature is answered once per name, until a module is (re)parsed.
+        self._callables: dict[tuple[str, str], CallableType | None] = {}
         self._fingerprint = _rules_fingerprint()
 
     def set_modules(self, modules: dict[str, MypyFile]) -> None:
@@ -141,12 +144,15 @@ class SpmdPlugin(Plugin):
 
     # -- boundaries of user-defined callables ----------------------------------------
 
+    def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
+        # mypy calls this whenever it (re)parses a module, the daemon after an
+        # edit among them: what is known about callables may have changed.
+        self._callables.clear()
+        return []
+
     def _declared_signature(self, fullname: str) -> CallableType | None:
         """The signature of function ``fullname`` if it has SPMD-typed parameters or result."""
-        try:
-            return self._lookup_declared(fullname)
-        except Exception:
-            return None
+        return self._remembered(("", fullname), lambda: self._lookup_declared(fullname))
 
     def _lookup_declared(self, fullname: str) -> CallableType | None:
         if self._session.modules is None or "." not in fullname:
@@ -161,10 +167,18 @@ class SpmdPlugin(Plugin):
         For an ``nn.Module``'s ``__call__`` and an autograd Function's ``apply``
         that is the signature of ``forward``.
         """
+        return self._remembered((owner, method), lambda: self._lookup_method(owner, method))
+
+    def _remembered(self, key: tuple[str, str], lookup: Callable[[], CallableType | None]) -> CallableType | None:
+        if key in self._callables:
+            return self._callables[key]
         try:
-            return self._lookup_method(owner, method)
+            found = lookup()
         except Exception:
-            return None
+            found = None  # a lookup that fails means: not a callable with an SPMD signature
+        if self._session.modules is not None:  # before mypy hands over the modules, nothing is known yet
+            self._callables[key] = found
+        return found
 
     def _lookup_method(self, owner: str, method: str) -> CallableType | None:
         if self._session.modules is None or not owner:

@@ -17,6 +17,12 @@ from spmd_types import {declared}
 def layer(x: Annotated[Tensor, {declared}["tp"]]) -> Tensor:
     return x
 """
+UNANNOTATED_LAYER = """
+from torch import Tensor
+
+def layer(x: Tensor) -> Tensor:
+    return x
+"""
 CALLER = """
 from typing import Annotated
 from torch import Tensor
@@ -56,8 +62,11 @@ def test_daemon_follows_an_edit_in_another_module(tmp_path: Path) -> None:
         return run.stdout
 
     try:
-        first = check()
-        assert 'model.py:8: error: argument "x" of "layer" on axis \'tp\': expected R, got V' in first
+        # Annotations added to a callable that had none: its call sites are checked from then on.
+        (tmp_path / "layer.py").write_text(UNANNOTATED_LAYER)
+        assert "[spmd-boundary]" not in check()
+        _edit(tmp_path / "layer.py", LAYER.format(declared="R"))
+        assert 'model.py:8: error: argument "x" of "layer" on axis \'tp\': expected R, got V' in check()
         _edit(tmp_path / "layer.py", LAYER.format(declared="V"))
         assert "[spmd-boundary]" not in check()
         _edit(tmp_path / "layer.py", LAYER.format(declared="R"))
