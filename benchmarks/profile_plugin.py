@@ -26,10 +26,6 @@ frees them, which takes seconds and would inflate every figure).  Sections:
    fresh interpreter that has already imported what mypy imports for a
    build, with bytecode cached as after an install), the rules fingerprint,
    and ``report_config_data``, which mypy calls once per module.
-4. ``what-if``: proposed plugin changes simulated by patching the loaded
-   plugin in the child process only (nothing on disk changes), each measured
-   as a cold run against the unpatched plugin and against plain mypy,
-   ``--what-if-repeats`` times, variants interleaved.
 """
 
 from __future__ import annotations
@@ -145,52 +141,17 @@ def timer_overhead() -> float:
     return statistics.median(samples)
 
 
-# -- what-if patches ---------------------------------------------------------------
-
-
-def patch_decision_cache() -> None:
-    """Remember per full name whether a user callable has SPMD parameters (one lookup per name, not per call)."""
-    from spmd_mypy.plugin import SpmdPlugin
-
-    declared_signature, method_signature = SpmdPlugin._declared_signature, SpmdPlugin._method_signature
-
-    def declared(self: Any, fullname: str) -> Any:
-        cache = self.__dict__.setdefault("_whatif_declared", {})
-        if fullname not in cache:
-            cache[fullname] = declared_signature(self, fullname)
-        return cache[fullname]
-
-    def method(self: Any, owner: str, name: str) -> Any:
-        cache = self.__dict__.setdefault("_whatif_method", {})
-        key = (owner, name)
-        if key not in cache:
-            cache[key] = method_signature(self, owner, name)
-        return cache[key]
-
-    SpmdPlugin._declared_signature = declared  # type: ignore[method-assign]
-    SpmdPlugin._method_signature = method  # type: ignore[method-assign]
-
-
-# The parse and apply_op caches this section once proposed are in the plugin now.
-WHAT_IFS: dict[str, Callable[[], None]] = {
-    "decision cache": patch_decision_cache,
-}
-
 # -- child runs --------------------------------------------------------------------
 
 
-def child_main(patches: list[str], mypy_args: list[str]) -> None:
-    """In a fresh process: apply ``patches``, time the hooks, run mypy as its command line does.
+def child_main(mypy_args: list[str]) -> None:
+    """In a fresh process: time the plugin's hooks while mypy runs as its command line does.
 
     Just before mypy's fast exit (``os._exit``), prints one line ``PLUGIN-HOOKS
     {kind: [calls, seconds]}``.  Never returns.
     """
     from mypy.main import main as mypy_main
 
-    import spmd_mypy.plugin  # noqa: F401 - loaded before the patches apply
-
-    for name in patches:
-        WHAT_IFS[name]()
     timer = HookTimer()
     real_exit = os._exit
 
@@ -211,11 +172,11 @@ def child_main(patches: list[str], mypy_args: list[str]) -> None:
 class ChildRun:
     """One cold mypy run in a child: the child's wall and CPU seconds and the hook times it reported."""
 
-    def __init__(self, configs: dict[str, Path], tmp: Path, targets: list[Path], patches: list[str] | None) -> None:
+    def __init__(self, configs: dict[str, Path], tmp: Path, targets: list[Path], plugin: bool) -> None:
         cache = tmp / "cache-child"
         shutil.rmtree(cache, ignore_errors=True)
-        config = configs["plain" if patches is None else "plugin"]
-        argv = [sys.executable, __file__, "--child", ",".join(patches or []), "--",
+        config = configs["plugin" if plugin else "plain"]
+        argv = [sys.executable, __file__, "--child", "--",
                 "--config-file", str(config), "--cache-dir", str(cache), *map(str, targets)]
         sample = plugin_cost.run_child(argv)
         if sample.rc not in (0, 1):
@@ -241,12 +202,14 @@ class ChildRun:
 
 
 def section_hooks(configs: dict[str, Path], tmp: Path, targets: list[Path], overhead: float) -> None:
-    run = ChildRun(configs, tmp, targets, [])
+    plain = ChildRun(configs, tmp, targets, plugin=False)
+    run = ChildRun(configs, tmp, targets, plugin=True)
     net = run.net(overhead)
     total = sum(net.values())
     cpu = run.cpu - run.timer_seconds(overhead)
-    print(f"\n1. Hook time in one cold run: CPU {cpu:.2f} s (timer's own cost removed), in the plugin's hooks "
-          f"{total:.2f} s ({total / cpu:.0%}); the timer's own {overhead * 1e6:.2f} us per call subtracted")
+    print(f"\n1. Hook time in one cold run: CPU {cpu:.2f} s (timer's own cost removed) against {plain.cpu:.2f} s "
+          f"without the plugin ({cpu / plain.cpu:.2f}x); in the plugin's hooks {total:.2f} s ({total / cpu:.0%}); "
+          f"the timer's own {overhead * 1e6:.2f} us per call subtracted")
     print(f"{'kind':42} {'calls':>8} {'total s':>8} {'us/call':>8}")
     for kind in sorted(net, key=lambda k: -net[k]):
         print(f"{kind:42} {run.calls[kind]:8d} {net[kind]:8.3f} {net[kind] / run.calls[kind] * 1e6:8.1f}")
@@ -321,51 +284,21 @@ def section_startup(config: Path, runs: int) -> None:
           f"report_config_data {per_call:.1f} us per call (mypy calls it once per module)")
 
 
-# -- 4. what-if --------------------------------------------------------------------
-
-
-def section_what_if(configs: dict[str, Path], tmp: Path, targets: list[Path], repeats: int,
-                    overhead: float) -> None:
-    print(f"\n4. What-if: proposed changes patched into the child; CPU seconds of a cold run (user + sys of the "
-          f"child, the hook timer's own cost removed), median of {repeats}, variants interleaved, order reversed "
-          "every other repeat")
-    variants = {"plain (no plugin)": None, "plugin as is": [], **{f"+ {name}": [name] for name in WHAT_IFS}}
-    cpu: dict[str, list[float]] = {name: [] for name in variants}
-    hook: dict[str, list[float]] = {name: [] for name in variants}
-    for rep in range(repeats):
-        for name in list(variants) if rep % 2 == 0 else list(reversed(variants)):
-            run = ChildRun(configs, tmp, targets, variants[name])
-            cpu[name].append(run.cpu - run.timer_seconds(overhead))
-            hook[name].append(sum(run.net(overhead).values()))
-    plain = statistics.median(cpu["plain (no plugin)"])
-    as_is = statistics.median(hook["plugin as is"])
-    print(f"{'variant':28} {'CPU s':>6} {'[min-max]':>13} {'vs plain':>9} {'hook s':>7} {'[min-max]':>13} "
-          f"{'hook vs as is':>13}")
-    for name in variants:
-        c, h = statistics.median(cpu[name]), statistics.median(hook[name])
-        hooks = "" if name.startswith("plain") else (
-            f"{h:7.2f} {f'[{min(hook[name]):.2f}-{max(hook[name]):.2f}]':>13} {h / as_is:12.0%}")
-        print(f"{name:28} {c:6.2f} {f'[{min(cpu[name]):.2f}-{max(cpu[name]):.2f}]':>13} {c / plain:8.2f}x {hooks}")
-    print("('hook s': time inside the plugin's hooks and hook decisions; less exposed to other load than the "
-          "whole run)")
-
-
 def main() -> None:
     if "--child" in sys.argv:  # internal: one timed mypy run, see child_main
         split = sys.argv.index("--")
-        child_main([p for p in sys.argv[sys.argv.index("--child") + 1].split(",") if p], sys.argv[split + 1:])
+        child_main(sys.argv[split + 1:])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=800)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--startup-runs", type=int, default=10)
-    parser.add_argument("--what-if-repeats", type=int, default=3)
-    parser.add_argument("--sections", nargs="+", default=["hooks", "cprofile", "startup", "what-if"],
-                        choices=["hooks", "cprofile", "startup", "what-if"])
-    parser.add_argument("--quick", action="store_true", help="100 blocks, one what-if repeat, 3 start-up runs")
+    parser.add_argument("--sections", nargs="+", default=["hooks", "cprofile", "startup"],
+                        choices=["hooks", "cprofile", "startup"])
+    parser.add_argument("--quick", action="store_true", help="100 blocks, 3 start-up runs")
     parser.add_argument("--commit", help="measure this commit's code (default: the working tree)")
     args = parser.parse_args()
     if args.quick:
-        args.blocks, args.what_if_repeats, args.startup_runs = 100, 1, 3
+        args.blocks, args.startup_runs = 100, 3
 
     print(f"{plugin_cost.machine()}")
     tmp = Path(tempfile.mkdtemp(prefix="spmd-profile-"))
@@ -378,7 +311,7 @@ def main() -> None:
         configs = plugin_cost.write_configs(tmp)
         model = plugin_cost.generate_model(tmp, args.blocks, 25)
         print(f"workload: {model.name}, {model.files} files, {model.lines} lines")
-        ChildRun(configs, tmp, model.targets, [])  # untimed: page cache, bytecode
+        ChildRun(configs, tmp, model.targets, plugin=True)  # untimed: page cache, bytecode
         overhead = timer_overhead()
         if "hooks" in args.sections:
             section_hooks(configs, tmp, model.targets, overhead)
@@ -386,8 +319,6 @@ def main() -> None:
             section_cprofile(configs["plugin"], tmp, model.targets, args.top)
         if "startup" in args.sections:
             section_startup(configs["plugin"], args.startup_runs)
-        if "what-if" in args.sections:
-            section_what_if(configs, tmp, model.targets, args.what_if_repeats, overhead)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

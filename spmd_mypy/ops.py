@@ -86,6 +86,7 @@ _FUNCTION_NAMESPACES: Final = (
 )
 
 
+@functools.lru_cache(maxsize=4096)  # mypy asks at every call site, for few distinct names
 def public_function_name(fullname: str) -> str | None:
     """``torch.matmul`` for ``torch._C._VariableFunctions.matmul``; ``None`` if not a torch op."""
     for prefix, public in _FUNCTION_NAMESPACES:
@@ -105,13 +106,18 @@ def widen_tensor_lists(session: Session, ctx: FunctionSigContext) -> FunctionLik
     if not session.uses_spmd(ctx.api):
         return signature
     widened = [_widen(ctx, t) for t in signature.arg_types]
+    if all(new is old for new, old in zip(widened, signature.arg_types)):
+        return signature
     return signature.copy_modified(arg_types=widened)
 
 
 def _widen(ctx: FunctionSigContext, typ: Type) -> Type:
     proper = get_proper_type(typ)
     if isinstance(proper, UnionType):
-        return UnionType.make_union([_widen(ctx, item) for item in proper.items], proper.line, proper.column)
+        items = [_widen(ctx, item) for item in proper.items]
+        if all(new is old for new, old in zip(items, proper.items)):
+            return typ
+        return UnionType.make_union(items, proper.line, proper.column)
     if (isinstance(proper, Instance) and proper.type.fullname == "builtins.list" and proper.args
             and contains_tensor(proper.args[0])):
         return ctx.api.named_generic_type("typing.Sequence", list(proper.args))
