@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from mypy.nodes import Context, Expression, Import, ImportAll, ImportFrom, MypyFile
@@ -38,32 +39,42 @@ class Session:
         rebindable = not api.options.allow_redefinition
         return Encoder(self.modules, api.named_generic_type("builtins.str", []), rebindable)
 
-    _uses_spmd: dict[str, tuple[MypyFile, bool]] = field(default_factory=dict)
+    # What is known about each checked file, while mypy keeps the same parse of it.
+    _files: dict[str, _FileFacts] = field(default_factory=dict)
+
+    def _facts(self, api: CheckerPluginInterface) -> _FileFacts | None:
+        tree = checked_file(api)
+        if tree is None:
+            return None
+        facts = self._files.get(tree.path)
+        if facts is None or facts.tree is not tree:
+            facts = self._files[tree.path] = _FileFacts(tree)
+        return facts
 
     def uses_spmd(self, api: CheckerPluginInterface) -> bool:
-        """Whether the module being checked imports ``spmd_types`` (cached per parsed file)."""
-        tree = checked_file(api)
-        if tree is None:
-            return False
-        cached = self._uses_spmd.get(tree.path)
-        if cached is None or cached[0] is not tree:
-            cached = (tree, _imports_spmd_types(tree))
-            self._uses_spmd[tree.path] = cached
-        return cached[1]
-
-
-    _inferred: dict[str, tuple[MypyFile, set[Expression]]] = field(default_factory=dict)
+        """Whether the module being checked imports ``spmd_types``."""
+        facts = self._facts(api)
+        return facts is not None and facts.uses_spmd
 
     def assigned_to_inferred(self, api: CheckerPluginInterface, value: Context) -> bool:
-        """Whether ``value`` is assigned to a variable without a declared type (cached per parsed file)."""
-        tree = checked_file(api)
-        if tree is None:
-            return False
-        cached = self._inferred.get(tree.path)
-        if cached is None or cached[0] is not tree:
-            cached = (tree, inferred_assignments(tree))
-            self._inferred[tree.path] = cached
-        return value in cached[1]
+        """Whether ``value`` is assigned to a variable without a declared type."""
+        facts = self._facts(api)
+        return facts is not None and value in facts.inferred_assignments
+
+
+class _FileFacts:
+    """Facts about one parsed file, each computed when first asked for."""
+
+    def __init__(self, tree: MypyFile) -> None:
+        self.tree = tree
+
+    @functools.cached_property
+    def uses_spmd(self) -> bool:
+        return _imports_spmd_types(self.tree)
+
+    @functools.cached_property
+    def inferred_assignments(self) -> set[Expression]:
+        return inferred_assignments(self.tree)
 
 
 def _imports_spmd_types(file: MypyFile) -> bool:
