@@ -395,17 +395,24 @@ def check_call(
     return CallOutcome(output, steps, (_src_mismatch(call, axis, have, src, dst),))
 
 
+# Collectives by what they do to the data: sum it over the ranks, or move it between them.
+_KINDS: Final = {"all_reduce": "reduction", "reduce_scatter": "reduction",
+                 "all_gather": "movement", "all_to_all": "movement", "ppermute": "movement"}
+
+
 def _rejected_fixes(call: str, src: Endpoint, dst: Endpoint, axis: str) -> tuple[Fix, ...]:
     """For ``call(x, axis, src=src, dst=dst)``, which the table rejects: what to write instead.
 
     The calls that go from ``src`` to ``dst`` (the types are taken as the
-    intent), or where none does, the same call with a ``dst`` it accepts.  A
-    permutation (``all_to_all``, ``ppermute``) from a type to itself is not
-    offered in place of another call: it moves data, it does not reduce or
-    gather it.
+    intent), or where none does, the same call with a ``dst`` it accepts.
+    Where ``src`` and ``dst`` are the same type, the call's kind is the
+    intent: a reduction is replaced by a reduction (``all_reduce`` to ``V``
+    by ``reduce_scatter``), a data movement by a data movement (``all_gather``
+    to ``V`` by ``all_to_all``).
     """
+    kind = _KINDS.get(call)
     others = tuple(f for f in fixes_between(src, dst, axis)
-                   if src != dst or not f.call.startswith(("all_to_all(", "ppermute(")))
+                   if src != dst or _KINDS.get(f.call.partition("(")[0]) == kind)
     if others:
         return others
     return tuple(f for f in (fix(call, src, want, axis) for want in (R, I, V, P)) if f is not None)

@@ -230,6 +230,8 @@ def test_a_mismatched_result_is_fixed_at_the_call() -> None:
     [
         # A sum that stays per-rank is a reduce-scatter; an all-to-all would not sum anything.
         ("all_reduce", V, V, ['reduce_scatter({x}, "tp", src=V, dst=V)']),
+        # A gather that stays per-rank moves data: an all-to-all, not a reduce-scatter.
+        ("all_gather", V, V, ['all_to_all({x}, "tp", src=V, dst=V)']),
         # No call keeps a pending sum pending: the same call with the destinations it has.
         ("all_reduce", P, P, ['all_reduce({x}, "tp", src=P, dst=R)', 'all_reduce({x}, "tp", src=P, dst=I)']),
     ],
