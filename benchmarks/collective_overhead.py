@@ -228,7 +228,7 @@ def bench_rank(backend: str, rank: int, world: int, port: int, args: argparse.Na
         dist.destroy_process_group()
         if rank == 0:
             out.send(("ok", rows))
-    except BaseException:
+    except BaseException:  # report any failure to the parent
         if rank == 0:
             out.send(("error", traceback.format_exc()))
         raise

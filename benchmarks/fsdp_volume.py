@@ -193,7 +193,7 @@ def rank_main(rank: int, world: int, port: int, args: argparse.Namespace, out: A
         dist.destroy_process_group()
         if rank == 0:
             out.send(("ok", (rows, calibration)))
-    except BaseException:
+    except BaseException:  # report any failure to the parent
         if rank == 0:
             out.send(("error", traceback.format_exc()))
         raise

@@ -79,7 +79,7 @@ def lookup_type_name(api: TypeAnalyzerPluginInterface, name: str, context: Conte
         return None
     try:
         symbol: SymbolTableNode | None = lookup(name, context, suppress_errors=True)
-    except Exception:
+    except Exception:  # a failed lookup means "not one of ours"
         return None
     if symbol is None or symbol.node is None:
         return None

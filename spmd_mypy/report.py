@@ -103,7 +103,7 @@ class Reporter:
         def guarded(ctx: C) -> R:
             try:
                 return hook(ctx)
-            except Exception as error:
+            except Exception as error:  # the plugin must never crash mypy
                 if debug:
                     api = getattr(ctx, "api", None)
                     context = getattr(ctx, "context", None)
