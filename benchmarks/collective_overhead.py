@@ -52,19 +52,17 @@ from __future__ import annotations
 
 import argparse
 import gc
-import multiprocessing
 import os
-import platform
-import socket
 import statistics
 import sys
 import time
-import traceback
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from _shared import machine, run_ranks
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -193,45 +191,39 @@ def time_pairs(lib: Fn, raw: Fn, pairs: int, lib_first: bool) -> tuple[list[floa
     return lib_t, raw_t
 
 
-def bench_rank(backend: str, rank: int, world: int, port: int, args: argparse.Namespace, out: Any) -> None:
-    """One rank: build every case, check it, time it; rank 0 sends the rows to ``out``."""
+def bench_rank(rank: int, port: int, backend: str, world: int, args: argparse.Namespace) -> list[tuple[Any, ...]]:
+    """One rank: build every case, check it, time it; the rows of its timings."""
     warnings.filterwarnings("ignore")
-    try:
-        import torch
-        import torch.distributed as dist
-        from torch.distributed.device_mesh import init_device_mesh
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
 
-        import spmd_types as spmd
+    import spmd_types as spmd
 
-        torch.set_num_threads(1)
-        if backend == "fake":
-            dist.init_process_group("fake", rank=0, world_size=world)
-        else:
-            dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-        mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("tp",))
-        group_name = mesh.get_group("tp").group_name
-        rows = []
-        with spmd.set_current_mesh(mesh):
-            for size_label, elements, iters, rounds in (
-                ("small", args.small, args.iters_small, args.rounds),
-                ("large", args.large, args.iters_large, max(3, args.rounds // 2)),
-            ):
-                for case in build_cases(elements, world, dist.get_rank(), group_name):
-                    if args.only and not any(word in case.name for word in args.only):
-                        continue
-                    for mode in ("fwd", "fwd+bwd"):
-                        row = bench_case(torch, case, mode, iters, rounds, backend == "gloo", rank)
-                        rows.append((backend, size_label, elements, *row))
-                        if rank == 0:
-                            print(f"  {backend} {size_label} {case.name} {mode}: done", file=sys.stderr, flush=True)
-        dist.barrier()
-        dist.destroy_process_group()
-        if rank == 0:
-            out.send(("ok", rows))
-    except BaseException:  # report any failure to the parent
-        if rank == 0:
-            out.send(("error", traceback.format_exc()))
-        raise
+    torch.set_num_threads(1)
+    if backend == "fake":
+        dist.init_process_group("fake", rank=0, world_size=world)
+    else:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("tp",))
+    group_name = mesh.get_group("tp").group_name
+    rows = []
+    with spmd.set_current_mesh(mesh):
+        for size_label, elements, iters, rounds in (
+            ("small", args.small, args.iters_small, args.rounds),
+            ("large", args.large, args.iters_large, max(3, args.rounds // 2)),
+        ):
+            for case in build_cases(elements, world, dist.get_rank(), group_name):
+                if args.only and not any(word in case.name for word in args.only):
+                    continue
+                for mode in ("fwd", "fwd+bwd"):
+                    row = bench_case(torch, case, mode, iters, rounds, backend == "gloo", rank)
+                    rows.append((backend, size_label, elements, *row))
+                    if rank == 0:
+                        print(f"  {backend} {size_label} {case.name} {mode}: done", file=sys.stderr, flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+    return rows
 
 
 def bench_case(torch: Any, case: Case, mode: str, iters: int, rounds: int, check: bool,
@@ -273,40 +265,6 @@ def _as_tuple(value: Any) -> tuple[Any, ...]:
 # -- driver ------------------------------------------------------------------------
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def run_backend(backend: str, args: argparse.Namespace) -> list[tuple[Any, ...]]:
-    ctx = multiprocessing.get_context("fork")
-    world = 2
-    ranks = 1 if backend == "fake" else world
-    receive, send = ctx.Pipe(duplex=False)
-    port = free_port()
-    procs = [ctx.Process(target=bench_rank, args=(backend, r, world, port, args, send)) for r in range(ranks)]
-    for p in procs:
-        p.start()
-    status, payload = receive.recv()
-    for p in procs:
-        p.join(timeout=60)
-    if status != "ok":
-        raise RuntimeError(f"{backend} benchmark failed:\n{payload}")
-    return payload  # type: ignore[no-any-return]
-
-
-def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{model}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
-
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -329,7 +287,8 @@ def main() -> None:
     started = time.perf_counter()
     rows: list[tuple[Any, ...]] = []
     for backend in ("fake", "gloo") if args.backend == "both" else (args.backend,):
-        rows += run_backend(backend, args)
+        # World size 2 on both; the fake backend simulates its peer in one process.
+        rows += run_ranks(1 if backend == "fake" else 2, bench_rank, backend, 2, args)
     header = (f"{'backend':7} {'size':>8} {'case':24} {'mode':8} {'raw us':>10} {'spmd us':>10} "
               f"{'overhead us':>12} {'[range over rounds]':>24}")
     print("\nMedian time per invocation, world size 2, float32; overhead = spmd - raw")

@@ -39,16 +39,15 @@ path (the design notes predict 0.5x).
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import re
-import socket
 import subprocess
 import sys
-import traceback
 import warnings
 from pathlib import Path
 from typing import Any
+
+from _shared import run_ranks
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -84,140 +83,113 @@ def wire_bytes_sent() -> int | None:
     return total if found else None
 
 
-def rank_main(rank: int, world: int, port: int, args: argparse.Namespace, out: Any) -> None:
+def rank_main(rank: int, port: int, world: int, args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
     warnings.filterwarnings("ignore")
-    try:
-        import torch
-        import torch.distributed as dist
-        import torch.nn.functional as F
-        from torch.distributed.device_mesh import init_device_mesh
-        from torch.utils._python_dispatch import TorchDispatchMode
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.utils._python_dispatch import TorchDispatchMode
 
-        import spmd_types as spmd
-        from spmd_types import I, R, S
+    import spmd_types as spmd
+    from spmd_types import I, R, S
 
-        torch.set_num_threads(1)
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-        mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("dp",))
-        group_name = mesh.get_group("dp").group_name
-        ops: Any = torch.ops._c10d_functional
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("dp",))
+    group_name = mesh.get_group("dp").group_name
+    ops: Any = torch.ops._c10d_functional
 
-        class Count(TorchDispatchMode):
-            """Records every functional collective: (op, input bytes, output bytes)."""
+    class Count(TorchDispatchMode):
+        """Records every functional collective: (op, input bytes, output bytes)."""
 
-            def __init__(self) -> None:
-                super().__init__()
-                self.calls: list[tuple[str, int, int]] = []
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls: list[tuple[str, int, int]] = []
 
-            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-                result = func(*args, **(kwargs or {}))
-                if func.namespace == "_c10d_functional":
-                    op = func.__name__.split(".")[0]
-                    if op != "wait_tensor":
-                        self.calls.append((op, args[0].numel() * args[0].element_size(),
-                                           result.numel() * result.element_size()))
-                return result
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            result = func(*args, **(kwargs or {}))
+            if func.namespace == "_c10d_functional":
+                op = func.__name__.split(".")[0]
+                if op != "wait_tensor":
+                    self.calls.append((op, args[0].numel() * args[0].element_size(),
+                                       result.numel() * result.element_size()))
+            return result
 
-        gen = torch.Generator().manual_seed(0)
-        full = [torch.randn(args.dim, args.dim, generator=gen) / args.dim**0.5 for _ in range(args.layers)]
-        shards = [w.chunk(world, dim=0)[rank].clone() for w in full]
-        batch = torch.randn(args.batch, args.dim, generator=torch.Generator().manual_seed(100 + rank))
+    gen = torch.Generator().manual_seed(0)
+    full = [torch.randn(args.dim, args.dim, generator=gen) / args.dim**0.5 for _ in range(args.layers)]
+    shards = [w.chunk(world, dim=0)[rank].clone() for w in full]
+    batch = torch.randn(args.batch, args.dim, generator=torch.Generator().manual_seed(100 + rank))
 
-        def step(path: str) -> tuple[list[Any], list[tuple[str, int, int]], list[tuple[str, int, int]], int | None]:
-            """Forward and gradient phase; the gradient shards, the calls of each phase, wire bytes."""
-            params = [s.clone().requires_grad_(True) for s in shards]
-            forward, grad_phase = Count(), Count()
-            with spmd.set_current_mesh(mesh), forward:
-                if path == "gather to R":
-                    weights = [spmd.all_gather(p, "dp", src=S(0), dst=R) for p in params]
-                elif path == "gather to I + convert":
-                    weights = [spmd.convert(spmd.all_gather(p, "dp", src=S(0), dst=I), "dp", src=I, dst=R)
-                               for p in params]
-                else:
-                    weights = [ops.wait_tensor(ops.all_gather_into_tensor(p.detach(), world, group_name))
-                               .requires_grad_(True) for p in params]
-                h = batch
-                for w in weights:
-                    h = F.relu(F.linear(h, w))
-                loss = h.square().mean()
-            dist.barrier()
-            before = wire_bytes_sent()
-            with spmd.set_current_mesh(mesh), grad_phase:
-                loss.backward()
-                if path == "manual all-reduce":
-                    grads = [ops.wait_tensor(ops.all_reduce(w.grad, "sum", group_name)).chunk(world, dim=0)[rank]
-                             for w in weights]
-                else:
-                    grads = [p.grad for p in params]
-            dist.barrier()
-            after = wire_bytes_sent()
-            wire = after - before if before is not None and after is not None else None
-            return grads, forward.calls, grad_phase.calls, wire
-
-        def barrier_bytes() -> int | None:
-            dist.barrier()
-            before = wire_bytes_sent()
-            dist.barrier()
-            after = wire_bytes_sent()
-            return after - before if before is not None and after is not None else None
-
-        step(PATHS[0])  # warm up connections
-        base = barrier_bytes()
-
-        def calibrate(op: str) -> tuple[str, int, int, int | None]:
-            """One bare ``op`` on a dim x dim tensor (its input; a shard for all_gather): bytes and wire bytes."""
-            x = torch.randn(args.dim, args.dim, generator=gen)
-            shard = x.chunk(world, dim=0)[rank].contiguous()
-            run = {"all_reduce": lambda: ops.all_reduce(x, "sum", group_name),
-                   "reduce_scatter_tensor": lambda: ops.reduce_scatter_tensor(x, "sum", world, group_name),
-                   "all_gather_into_tensor": lambda: ops.all_gather_into_tensor(shard, world, group_name)}[op]
-            dist.barrier()
-            before = wire_bytes_sent()
-            result = ops.wait_tensor(run())
-            dist.barrier()
-            after = wire_bytes_sent()
-            wire = None if before is None or after is None or base is None else after - before - base
-            source = shard if op == "all_gather_into_tensor" else x
-            return op, source.numel() * 4, result.numel() * 4, wire
-
-        calibration = [calibrate(op) for op in ("all_reduce", "reduce_scatter_tensor", "all_gather_into_tensor")]
-        rows, reference = [], None
-        for path in PATHS:
-            grads, fwd_calls, grad_calls, wire = step(path)
-            if reference is None:
-                reference = grads
-            agree = all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(reference, grads))
-            wire_grad = None if wire is None or base is None else wire - base
-            rows.append((path, fwd_calls, grad_calls, wire_grad, agree))
+    def step(path: str) -> tuple[list[Any], list[tuple[str, int, int]], list[tuple[str, int, int]], int | None]:
+        """Forward and gradient phase; the gradient shards, the calls of each phase, wire bytes."""
+        params = [s.clone().requires_grad_(True) for s in shards]
+        forward, grad_phase = Count(), Count()
+        with spmd.set_current_mesh(mesh), forward:
+            if path == "gather to R":
+                weights = [spmd.all_gather(p, "dp", src=S(0), dst=R) for p in params]
+            elif path == "gather to I + convert":
+                weights = [spmd.convert(spmd.all_gather(p, "dp", src=S(0), dst=I), "dp", src=I, dst=R)
+                           for p in params]
+            else:
+                weights = [ops.wait_tensor(ops.all_gather_into_tensor(p.detach(), world, group_name))
+                           .requires_grad_(True) for p in params]
+            h = batch
+            for w in weights:
+                h = F.relu(F.linear(h, w))
+            loss = h.square().mean()
         dist.barrier()
-        dist.destroy_process_group()
-        if rank == 0:
-            out.send(("ok", (rows, calibration)))
-    except BaseException:  # report any failure to the parent
-        if rank == 0:
-            out.send(("error", traceback.format_exc()))
-        raise
+        before = wire_bytes_sent()
+        with spmd.set_current_mesh(mesh), grad_phase:
+            loss.backward()
+            if path == "manual all-reduce":
+                grads = [ops.wait_tensor(ops.all_reduce(w.grad, "sum", group_name)).chunk(world, dim=0)[rank]
+                         for w in weights]
+            else:
+                grads = [p.grad for p in params]
+        dist.barrier()
+        after = wire_bytes_sent()
+        wire = after - before if before is not None and after is not None else None
+        return grads, forward.calls, grad_phase.calls, wire
 
+    def barrier_bytes() -> int | None:
+        dist.barrier()
+        before = wire_bytes_sent()
+        dist.barrier()
+        after = wire_bytes_sent()
+        return after - before if before is not None and after is not None else None
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    step(PATHS[0])  # warm up connections
+    base = barrier_bytes()
 
+    def calibrate(op: str) -> tuple[str, int, int, int | None]:
+        """One bare ``op`` on a dim x dim tensor (its input; a shard for all_gather): bytes and wire bytes."""
+        x = torch.randn(args.dim, args.dim, generator=gen)
+        shard = x.chunk(world, dim=0)[rank].contiguous()
+        run = {"all_reduce": lambda: ops.all_reduce(x, "sum", group_name),
+               "reduce_scatter_tensor": lambda: ops.reduce_scatter_tensor(x, "sum", world, group_name),
+               "all_gather_into_tensor": lambda: ops.all_gather_into_tensor(shard, world, group_name)}[op]
+        dist.barrier()
+        before = wire_bytes_sent()
+        result = ops.wait_tensor(run())
+        dist.barrier()
+        after = wire_bytes_sent()
+        wire = None if before is None or after is None or base is None else after - before - base
+        source = shard if op == "all_gather_into_tensor" else x
+        return op, source.numel() * 4, result.numel() * 4, wire
 
-def run_world(world: int, args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
-    ctx = multiprocessing.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
-    port = free_port()
-    procs = [ctx.Process(target=rank_main, args=(r, world, port, args, send)) for r in range(world)]
-    for p in procs:
-        p.start()
-    status, payload = receive.recv()
-    for p in procs:
-        p.join(timeout=60)
-    if status != "ok":
-        raise RuntimeError(f"world {world} failed:\n{payload}")
-    return payload  # type: ignore[no-any-return]
+    calibration = [calibrate(op) for op in ("all_reduce", "reduce_scatter_tensor", "all_gather_into_tensor")]
+    rows, reference = [], None
+    for path in PATHS:
+        grads, fwd_calls, grad_calls, wire = step(path)
+        if reference is None:
+            reference = grads
+        agree = all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(reference, grads))
+        wire_grad = None if wire is None or base is None else wire - base
+        rows.append((path, fwd_calls, grad_calls, wire_grad, agree))
+    dist.barrier()
+    dist.destroy_process_group()
+    return (rows, calibration)
 
 
 def summarize(calls: list[tuple[str, int, int]], n: int) -> tuple[str, float, float]:
@@ -247,7 +219,7 @@ def main() -> None:
           f"({args.layers * args.dim * args.dim * 4 / 2**20:.1f} MiB in all), sharded S(0) over dp")
     mib = 2**20
     for world in args.worlds:
-        rows, calibration = run_world(world, args)
+        rows, calibration = run_ranks(world, rank_main, world, args)
         print(f"\nworld size {world}")
         header = (f"{'path':24} {'gradient-phase collectives':44} {'payload MiB':>11} {'ring MiB/rank':>13} "
                   f"{'vs all-reduce':>13} {'gloo wire MiB':>13} {'vs all-reduce':>13} {'grads agree':>11}")

@@ -61,7 +61,6 @@ import configparser
 import io
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -71,6 +70,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import _shared
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("plain", "plugin")
@@ -591,18 +592,11 @@ def print_scaling(models: list[Workload], cold: dict[str, Cell], mode: str) -> N
 
 
 def machine() -> str:
-    model = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    """The machine, mypy's version and the load average, for the head of a report."""
     import mypy.version
 
     load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
-    return (f"{model}, {os.cpu_count()} CPUs, Python {platform.python_version()}, mypy {mypy.version.__version__}, "
+    return (f"{_shared.machine()}, mypy {mypy.version.__version__}, "
             f"load average at start {load[0]:.2f}")
 
 
