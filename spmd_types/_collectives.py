@@ -40,6 +40,31 @@ def _agree(call: str, name: str, given: int | None, dim: int, ndim: int, endpoin
         )
 
 
+def _sharded_dim(
+    call: str,
+    side: str,
+    endpoint: Endpoint,
+    dim_name: str,
+    dim: int | None,
+    unsharded_ndim: int,
+    x: torch.Tensor,
+    group: Group,
+    split_sizes: Sequence[int] | None,
+) -> tuple[int, tuple[int, ...] | None]:
+    """The dim a gather or scatter works on, and the shard sizes along it.
+
+    A shard endpoint (``side`` is ``"src"`` for a gather, ``"dst"`` for a
+    scatter) fixes the dim, which ``dim_name=`` may repeat but not contradict;
+    otherwise ``dim_name=`` picks it (default 0) among ``unsharded_ndim`` dims.
+    """
+    if isinstance(endpoint, Shard):
+        fixed = check_dim(endpoint.dim, x.dim(), f"{side}=S(dim)")
+        _agree(call, dim_name, dim, fixed, x.dim(), endpoint)
+        return fixed, shard_sizes(split_sizes, group, call, endpoint)
+    shard_sizes(split_sizes, group, call, endpoint)  # rejects split_sizes without a shard
+    return (0 if dim is None else check_dim(dim, unsharded_ndim, dim_name)), None
+
+
 # -- all_reduce --------------------------------------------------------------------
 
 
@@ -183,14 +208,9 @@ def all_gather(
     """
     group = resolve_axis(axis)
     steps = plan("all_gather", src, dst, group)
-    if isinstance(src, Shard):
-        a = check_dim(src.dim, x.dim(), "src=S(dim)")
-        _agree("all_gather", "gather_dim", gather_dim, a, x.dim(), src)
-        sizes = shard_sizes(split_sizes, group, "all_gather", src)
-        return run(steps, x, group, a, 0, sizes, sizes)
-    shard_sizes(split_sizes, group, "all_gather", src)
-    a = 0 if gather_dim is None else check_dim(gather_dim, x.dim() + 1, "gather_dim")
-    return run(steps, x, group, a, 0)
+    # Without a shard the ranks' tensors are stacked, on a new dim.
+    a, sizes = _sharded_dim("all_gather", "src", src, "gather_dim", gather_dim, x.dim() + 1, x, group, split_sizes)
+    return run(steps, x, group, a, 0, sizes, sizes)
 
 
 # -- reduce_scatter ----------------------------------------------------------------
@@ -255,14 +275,8 @@ def reduce_scatter(
     """
     group = resolve_axis(axis)
     steps = plan("reduce_scatter", src, dst, group)
-    if isinstance(dst, Shard):
-        b = check_dim(dst.dim, x.dim(), "dst=S(dim)")
-        _agree("reduce_scatter", "scatter_dim", scatter_dim, b, x.dim(), dst)
-        sizes = shard_sizes(split_sizes, group, "reduce_scatter", dst)
-        return run(steps, x, group, 0, b, sizes, sizes)
-    shard_sizes(split_sizes, group, "reduce_scatter", dst)
-    b = 0 if scatter_dim is None else check_dim(scatter_dim, x.dim(), "scatter_dim")
-    return run(steps, x, group, 0, b)
+    b, sizes = _sharded_dim("reduce_scatter", "dst", dst, "scatter_dim", scatter_dim, x.dim(), x, group, split_sizes)
+    return run(steps, x, group, 0, b, sizes, sizes)
 
 
 # -- all_to_all --------------------------------------------------------------------
