@@ -1,10 +1,11 @@
 """The mypy plugin: ``plugins = spmd_mypy.plugin`` in the mypy configuration.
 
-A thin adapter from mypy's hooks to the rule core in ``spmd_types.typesystem``:
-each ``get_*_hook`` decides from the full name alone whether the call is ours
-(returning ``None`` otherwise, so other plugins and plain code are untouched),
-and every hook is guarded so that an internal failure degrades to "unknown"
-instead of crashing mypy.  The plugin imports neither torch nor the runtime.
+A thin adapter from mypy's hooks to the rule core in ``spmd_types.typesystem``.
+This module is what mypy loads: it reads the plugin's options and tells mypy's
+cache what the results depend on.  Which hooks are ours, and what they do, is
+:mod:`spmd_mypy.hooks`, loaded when mypy first asks for a hook; a run whose
+every module is cached never does, and so never loads the rule core.  The
+plugin imports neither torch nor the runtime.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import hashlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING
 
-from mypy.nodes import MypyFile, TypeInfo
+from mypy.nodes import MypyFile
 from mypy.options import Options
 from mypy.plugin import (
     AnalyzeTypeContext,
@@ -27,18 +28,15 @@ from mypy.plugin import (
     Plugin,
     ReportConfigContext,
 )
-from mypy.types import CallableType, FunctionLike, Instance, Type, TypeType, get_proper_type
+from mypy.types import FunctionLike, Type
 
 import spmd_mypy
-from spmd_mypy import annotations, boundaries, collectives, config, ops
-from spmd_mypy.compat import bind_method
-from spmd_mypy.encoding import Encoder
-from spmd_mypy.report import Reporter
-from spmd_mypy.session import Session
+from spmd_mypy import config
+
+if TYPE_CHECKING:
+    from spmd_mypy.hooks import Hooks
 
 __all__ = ["SpmdPlugin", "plugin"]
-
-_RELAXED_LIMIT: Final = 10_000  # call sites awaiting their return hook; a safety bound for the daemon
 
 
 def _rules_fingerprint() -> str:
@@ -62,198 +60,55 @@ class SpmdPlugin(Plugin):
             # A configuration mistake, reported like mypy's own: a message and exit status 2.
             print(f"spmd-mypy: {error}", file=sys.stderr)
             raise SystemExit(2) from None
-        self._session = Session(self._options, Reporter(self._options.debug))
-        # mypy asks for hooks at every call site; whether a callable has an SPMD
-        # signature is answered once per name, until a module is (re)parsed.
-        self._callables: dict[tuple[str, str], CallableType | None] = {}
         self._fingerprint = _rules_fingerprint()
+        self._modules: dict[str, MypyFile] | None = None
+        self._loaded: Hooks | None = None
 
     def set_modules(self, modules: dict[str, MypyFile]) -> None:
         super().set_modules(modules)
-        self._session.modules = modules
+        self._modules = modules
+        if self._loaded is not None:
+            self._loaded.set_modules(modules)
+
+    @property
+    def _hooks(self) -> Hooks:
+        if self._loaded is None:
+            from spmd_mypy.hooks import Hooks
+
+            self._loaded = Hooks(self, self._options, self._modules)
+        return self._loaded
 
     # -- configuration and dependencies ----------------------------------------------
 
     def report_config_data(self, ctx: ReportConfigContext) -> object:
         return {"version": spmd_mypy.__version__, "rules": self._fingerprint, **self._options.as_data()}
 
-    # -- annotations -----------------------------------------------------------------
-
-    def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
-        if fullname in annotations.ANNOTATED_NAMES or fullname == annotations.SPMD_ALIAS:
-            alias_form = fullname == annotations.SPMD_ALIAS
-            return self._guard(lambda ctx: self._annotation(ctx, alias_form),
-                               lambda ctx: ctx.api.analyze_type(ctx.type.args[0]) if ctx.type.args else ctx.type)
-        return None
-
-    def _annotation(self, ctx: AnalyzeTypeContext, alias_form: bool) -> Type:
-        encoder = Encoder(self._session.modules, ctx.api.named_type("builtins.str", []))
-        return annotations.analyze(ctx, encoder, self._options, alias_form, self._session.stubs_warned)
-
-    # -- calls -----------------------------------------------------------------------
-
-    def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
-        session = self._session
-        call = collectives.COLLECTIVES.get(fullname)
-        if call is not None:
-            return self._guard(lambda ctx: collectives.check_collective(session, ctx, call), _default_return)
-        if fullname == collectives.ASSERT_TYPE:
-            return self._guard(lambda ctx: collectives.check_assert_type(session, ctx), _default_return)
-        public = ops.public_function_name(fullname)
-        if public is not None:
-            return self._guard(lambda ctx: ops.check_function(session, ctx, public), _default_return)
-        if self._declared_signature(fullname) is not None:
-            short = fullname.rpartition(".")[2]
-            return self._guard(lambda ctx: self._check_call(ctx, short), _default_return)
-        return None
-
-    def get_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
-        if ops.public_function_name(fullname) is not None:
-            session = self._session
-            return self._guard(lambda ctx: ops.widen_tensor_lists(session, ctx), lambda ctx: ctx.default_signature)
-        if self._declared_signature(fullname) is None:
-            return None
-        return self._guard(self._relax, lambda ctx: ctx.default_signature)
-
-    def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
-        owner, _, method = fullname.rpartition(".")
-        session = self._session
-        if owner in ops.TENSOR_RECEIVERS:
-            return self._guard(lambda ctx: ops.check_method(session, ctx, method), _default_return)
-        module_op = ops.torch_module_op(owner) if method == "__call__" else None
-        if module_op is not None:
-            return self._guard(lambda ctx: ops.check_module_call(session, ctx, module_op), _default_return)
-        if self._method_signature(owner, method) is not None:
-            callee = f"{owner.rpartition('.')[2]}.{'forward' if method in ('__call__', 'apply') else method}"
-            return self._guard(lambda ctx: self._check_call(ctx, callee), _default_return)
-        return None
-
-    def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
-        owner, _, method = fullname.rpartition(".")
-        if owner in ops.TENSOR_RECEIVERS or self._method_signature(owner, method) is None:
-            return None
-        return self._guard(lambda ctx: self._relax_method(ctx, method), lambda ctx: ctx.default_signature)
-
-    def get_attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
-        if fullname in ops.TENSOR_PROPERTIES:
-            attribute = fullname.rpartition(".")[2]
-            session = self._session
-            return self._guard(lambda ctx: ops.check_property(session, ctx, attribute),
-                               lambda ctx: ctx.default_attr_type)
-        return None
-
-    # -- boundaries of user-defined callables ----------------------------------------
-
     def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
         # mypy calls this whenever it (re)parses a module, the daemon after an
         # edit among them: what is known about callables may have changed.
-        self._callables.clear()
+        if self._loaded is not None:
+            self._loaded.forget_callables()
         return []
 
-    def _declared_signature(self, fullname: str) -> CallableType | None:
-        """The signature of function ``fullname`` if it has SPMD-typed parameters or result."""
-        return self._remembered(("", fullname), lambda: self._lookup_declared(fullname))
+    # -- hooks -----------------------------------------------------------------------
 
-    def _lookup_declared(self, fullname: str) -> CallableType | None:
-        if self._session.modules is None or "." not in fullname:
-            return None
-        symbol = self.lookup_fully_qualified(fullname)
-        signature = boundaries.signature_of(symbol.node) if symbol is not None else None
-        return signature if signature is not None and _has_spmd_signature(signature) else None
+    def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
+        return self._hooks.type_analyze_hook(fullname)
 
-    def _method_signature(self, owner: str, method: str) -> CallableType | None:
-        """The declared signature behind ``owner.method``, if it has SPMD-typed parameters or result.
+    def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        return self._hooks.function_hook(fullname)
 
-        For an ``nn.Module``'s ``__call__`` and an autograd Function's ``apply``
-        that is the signature of ``forward``.
-        """
-        return self._remembered((owner, method), lambda: self._lookup_method(owner, method))
+    def get_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
+        return self._hooks.function_signature_hook(fullname)
 
-    def _remembered(self, key: tuple[str, str], lookup: Callable[[], CallableType | None]) -> CallableType | None:
-        if key in self._callables:
-            return self._callables[key]
-        try:
-            found = lookup()
-        except Exception:
-            found = None  # a lookup that fails means: not a callable with an SPMD signature
-        if self._session.modules is not None:  # before mypy hands over the modules, nothing is known yet
-            self._callables[key] = found
-        return found
+    def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
+        return self._hooks.method_hook(fullname)
 
-    def _lookup_method(self, owner: str, method: str) -> CallableType | None:
-        if self._session.modules is None or not owner:
-            return None
-        symbol = self.lookup_fully_qualified(owner)
-        info = symbol.node if symbol is not None else None
-        if not isinstance(info, TypeInfo):
-            return None
-        if (method == "__call__" and info.has_base(boundaries.MODULE)) or (
-            method == "apply" and info.has_base(boundaries.AUTOGRAD_FUNCTION)
-        ):
-            signature = boundaries.forward_signature(info)
-        else:
-            signature = boundaries.signature_of(info.get_method(method))
-        return signature if signature is not None and _has_spmd_signature(signature) else None
+    def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
+        return self._hooks.method_signature_hook(fullname)
 
-    def _relax(self, ctx: FunctionSigContext) -> FunctionLike:
-        self._remember(ctx.context, ctx.default_signature)
-        return boundaries.relax(ctx.default_signature)
-
-    def _relax_method(self, ctx: MethodSigContext, method: str) -> FunctionLike:
-        signature: CallableType | None = ctx.default_signature
-        receiver = get_proper_type(ctx.type)
-        if method == "__call__" and isinstance(receiver, Instance):
-            forward = boundaries.forward_signature(receiver.type)
-            bound = bind_method(forward, receiver) if forward is not None else None
-            signature = bound if isinstance(bound, CallableType) else None
-        elif method == "apply":
-            info = _class_of(receiver)
-            forward = boundaries.forward_signature(info) if info is not None else None
-            signature = boundaries.drop_first(forward) if forward is not None else None
-        if signature is None:
-            return ctx.default_signature
-        self._remember(ctx.context, signature)
-        return boundaries.relax(signature)
-
-    def _remember(self, context: object, signature: CallableType) -> None:
-        relaxed = self._session.relaxed
-        if len(relaxed) > _RELAXED_LIMIT:
-            relaxed.clear()
-        key = context  # the call expression: hashable by identity
-        if key in relaxed and relaxed[key] != signature:
-            relaxed[key] = None  # several overloads were tried: do not guess which one matched
-        else:
-            relaxed[key] = signature
-
-    def _check_call(self, ctx: FunctionContext | MethodContext, callee: str) -> Type:
-        declared = self._session.relaxed.pop(ctx.context, None)
-        if declared is not None:
-            boundaries.check_arguments(self._session, ctx.api, declared, ctx.arg_types, ctx.args, ctx.context,
-                                       callee)
-        result = boundaries.as_computed(self._session, ctx.api, ctx.default_return_type)
-        return boundaries.fit_declared(self._session, ctx.api, result, ctx.context)
-
-    # -- plumbing --------------------------------------------------------------------
-
-    def _guard(self, hook, fallback):  # type: ignore[no-untyped-def]
-        return self._session.reporter.guard(hook, fallback)
-
-
-def _default_return(ctx: FunctionContext | MethodContext) -> Type:
-    return ctx.default_return_type
-
-
-def _has_spmd_signature(signature: CallableType) -> bool:
-    return any(boundaries.has_spmd(t) for t in (*signature.arg_types, signature.ret_type))
-
-
-def _class_of(typ: object) -> TypeInfo | None:
-    """The class a class object (``MyFunction`` in ``MyFunction.apply``) stands for."""
-    if isinstance(typ, CallableType) and typ.is_type_obj():
-        return typ.type_object()
-    if isinstance(typ, TypeType) and isinstance(typ.item, Instance):
-        return typ.item.type
-    return None
+    def get_attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
+        return self._hooks.attribute_hook(fullname)
 
 
 def plugin(version: str) -> type[Plugin]:

@@ -19,7 +19,7 @@ TORCH = Path(__import__("torch").__file__).parent
 def test_plugin_imports_neither_torch_nor_the_runtime() -> None:
     snippet = textwrap.dedent("""
         import sys
-        import spmd_mypy.plugin
+        import spmd_mypy.plugin, spmd_mypy.hooks
         runtime = {"spmd_types._collectives", "spmd_types._local", "spmd_types._mesh", "spmd_types._prims"}
         print(sorted(m for m in sys.modules if m in runtime or m == "torch" or m.startswith("torch.")))
     """)
@@ -154,3 +154,26 @@ def test_missing_stubs_are_reported_once_per_module(tmp_path: Path) -> None:
     assert stdout.count("[spmd-annotation]") == 1, stdout
     assert "SPMD annotations are not checked: mypy reads spmd_types from its source" in stdout
     assert "m.py:5: error:" in stdout
+
+
+def test_a_warm_run_does_not_load_the_hooks(tmp_path: Path) -> None:
+    """With every module cached mypy asks for no hook, so the rule core is never imported (a faster warm run)."""
+    config = tmp_path / "mypy.ini"
+    config.write_text(config_text())
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        from typing import Annotated
+        from torch import Tensor
+        from spmd_types import R
+        def f(x: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, R["tp"]]:
+            return x * 2
+    """))
+    snippet = textwrap.dedent(f"""
+        import sys
+        from mypy import api
+        out, err, status = api.run(["--config-file", {str(config)!r}, "--cache-dir", {str(tmp_path / "cache")!r},
+                                    {str(tmp_path / "m.py")!r}])
+        print(status, "spmd_mypy.hooks" in sys.modules, "spmd_types.typesystem" in sys.modules)
+    """)
+    runs = [subprocess.run([sys.executable, "-c", snippet], capture_output=True, text=True, check=True, cwd=ROOT,
+                           env=SUBPROCESS_ENV).stdout.split() for _ in range(2)]
+    assert runs == [["0", "True", "True"], ["0", "False", "False"]]
