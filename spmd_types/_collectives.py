@@ -114,7 +114,10 @@ def all_reduce(
         op: ``"sum"``; ``"avg"`` (the sum divided by the axis size,
             differentiable); ``"max"`` or ``"min"`` (statistics: element-wise
             extremum over the ranks, no gradient; a gradient reaching them
-            raises :class:`~spmd_types._errors.NotDifferentiableError`).
+            raises :class:`~spmd_types._errors.NotDifferentiableError`).  The
+            checker types a maximum or minimum as a constant on ``axis``
+            (``R`` and ``I`` differ only in the gradient), so it combines
+            with operands of any type, as the max-logit does.
 
     Returns:
         A tensor of ``x``'s shape, of type ``dst`` on ``axis``.
