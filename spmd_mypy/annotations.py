@@ -14,6 +14,7 @@ SPMD type in its canonical text form.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 from mypy.plugin import AnalyzeTypeContext
@@ -33,7 +34,7 @@ from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import PARAMETER_CLASS, PROCESS_GROUP_CLASS, TENSOR_CLASS, Encoder
 from spmd_mypy.report import ANNOTATION, CODES
 from spmd_types.typesystem import AnnotationError, Code, SpmdType, spmd_type_from_metadata
-from spmd_types.typesystem.annotations import Axis, axis_types_marker, markers_from_text, shard_marker
+from spmd_types.typesystem.annotations import Axis, AxisTypes, axis_types_marker, markers_from_text, shard_marker
 from spmd_types.typesystem.local_types import I, LocalType, P, R, V
 
 __all__ = ["ANNOTATED_NAMES", "SPMD_ALIAS", "analyze"]
@@ -99,9 +100,9 @@ def _could_be_ours(item: Type) -> bool:
     return isinstance(item, UnboundType) and item.original_str_expr is None
 
 
-def _read_metadata(ctx: AnalyzeTypeContext, metadata: list[Type], is_alias_form: bool) -> SpmdType | str | None:
+def _read_metadata(ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_form: bool) -> SpmdType | str | None:
     """The SPMD type the metadata declares, the axis of an ``Axis[...]``, or ``None``."""
-    markers = []
+    markers: list[AxisTypes] = []
     axes: set[str] = set()
     for item in metadata:
         if is_alias_form and isinstance(item, RawExpressionType) and isinstance(item.literal_value, str):
@@ -142,7 +143,7 @@ def _string_arg(arg: Type, marker: str) -> str:
     raise _Bad(f'{marker}[...] takes mesh-axis names as strings, as in {marker}["{shown}"], got {shown}')
 
 
-def _marker(item: UnboundType, fullname: str) -> object:
+def _marker(item: UnboundType, fullname: str) -> AxisTypes:
     local = _LOCAL_TYPES.get(fullname)
     short = item.name.rpartition(".")[2]
     if local is not None:

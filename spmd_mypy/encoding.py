@@ -177,7 +177,7 @@ def _read_instance(instance: Instance) -> SpmdType | None:
         return _parse(text)
     # No side channel (a type mypy rebuilt, e.g. by a join): read the literals.
     arg = get_proper_type(instance.args[0]) if instance.args else None
-    members = arg.items if isinstance(arg, UnionType) else [arg]
+    members = arg.items if isinstance(arg, UnionType) else [arg] if arg is not None else []
     literals = [m.value for m in map(get_proper_type, members) if isinstance(m, LiteralType)]
     return _parse(", ".join(str(v) for v in literals))
 

@@ -11,9 +11,9 @@ for a hook, which a run whose every module is cached never does.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
+from typing import Final, TypeVar
 
-from mypy.nodes import MypyFile, TypeInfo
+from mypy.nodes import Context, MypyFile, TypeInfo
 from mypy.plugin import (
     AnalyzeTypeContext,
     AttributeContext,
@@ -25,7 +25,8 @@ from mypy.plugin import (
 )
 from mypy.types import CallableType, FunctionLike, Instance, Type, TypeType, get_proper_type
 
-from spmd_mypy import annotations, boundaries, collectives, ops
+from spmd_mypy import boundaries, collectives, ops
+from spmd_mypy.annotations import ANNOTATED_NAMES, SPMD_ALIAS, analyze
 from spmd_mypy.compat import bind_method
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import Encoder
@@ -33,6 +34,9 @@ from spmd_mypy.report import Reporter
 from spmd_mypy.session import Session
 
 __all__ = ["Hooks"]
+
+C = TypeVar("C")  # the context a hook receives
+R = TypeVar("R")  # what it returns
 
 _RELAXED_LIMIT: Final = 10_000  # call sites awaiting their return hook; a safety bound for the daemon
 
@@ -54,15 +58,15 @@ class Hooks:
     # -- annotations -----------------------------------------------------------------
 
     def type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
-        if fullname in annotations.ANNOTATED_NAMES or fullname == annotations.SPMD_ALIAS:
-            alias_form = fullname == annotations.SPMD_ALIAS
+        if fullname in ANNOTATED_NAMES or fullname == SPMD_ALIAS:
+            alias_form = fullname == SPMD_ALIAS
             return self._guard(lambda ctx: self._annotation(ctx, alias_form),
                                lambda ctx: ctx.api.analyze_type(ctx.type.args[0]) if ctx.type.args else ctx.type)
         return None
 
     def _annotation(self, ctx: AnalyzeTypeContext, alias_form: bool) -> Type:
         encoder = Encoder(self._session.modules, ctx.api.named_type("builtins.str", []))
-        return annotations.analyze(ctx, encoder, self._options, alias_form, self._session.stubs_warned)
+        return analyze(ctx, encoder, self._options, alias_form, self._session.stubs_warned)
 
     # -- calls -----------------------------------------------------------------------
 
@@ -187,7 +191,7 @@ class Hooks:
         self._remember(ctx.context, signature)
         return boundaries.relax(signature)
 
-    def _remember(self, context: object, signature: CallableType) -> None:
+    def _remember(self, context: Context, signature: CallableType) -> None:
         relaxed = self._session.relaxed
         if len(relaxed) > _RELAXED_LIMIT:
             relaxed.clear()
@@ -207,7 +211,7 @@ class Hooks:
 
     # -- plumbing --------------------------------------------------------------------
 
-    def _guard(self, hook, fallback):  # type: ignore[no-untyped-def]
+    def _guard(self, hook: Callable[[C], R], fallback: Callable[[C], R]) -> Callable[[C], R]:
         return self._session.reporter.guard(hook, fallback)
 
 

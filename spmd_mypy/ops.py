@@ -10,6 +10,7 @@ result: the plugin is inert on code that does not use SPMD annotations.
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Final
 
 from mypy.nodes import (
@@ -150,7 +151,7 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
     if isinstance(divergent, Divergent) and receiver is not None:
         report_divergent(session, ctx.api, receiver, divergent, operator=True)
         return with_result(session.encoder(ctx.api), ctx.default_return_type, UNKNOWN)
-    names = ctx.callee_arg_names
+    names: Sequence[str | None] = ctx.callee_arg_names
     if method.startswith("__") and not any(names):
         # mypy passes no parameter names for operators; torch's signatures name them so.
         names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
