@@ -324,9 +324,9 @@ from torch import Tensor, nn
 from spmd_types import I, P, R, S, V, all_gather, convert, reduce_scatter, reinterpret
 '''
 
-STAGE = '''
+CHAIN = '''
 
-class Stage{m}(nn.Module):
+class {name}(nn.Module):
     def __init__(self, dim: int, hidden: int) -> None:
         super().__init__()
 {inits}
@@ -336,7 +336,7 @@ class Stage{m}(nn.Module):
         return x
 '''
 
-MODEL = '''"""Generated model: {n} blocks in {stages} stages."""
+MODEL_HEAD = '''"""Generated model: {n} blocks in {stages} stages."""
 from typing import Annotated
 
 import torch
@@ -344,17 +344,15 @@ from torch import Tensor, nn
 
 import spmd_types
 from spmd_types import S, V
-{imports}
+{imports}'''
 
-class Model(nn.Module):
-    def __init__(self, dim: int, hidden: int) -> None:
-        super().__init__()
-{inits}
 
-    def forward(self, x: Annotated[Tensor, V["dp"], S["tp", 1]]) -> Annotated[Tensor, V["dp"], S["tp", 1]]:
-{calls}
-        return x
-'''
+def chain(name: str, children: dict[str, str]) -> str:
+    """A module ``name`` whose forward runs its ``children`` (attribute -> class) in order."""
+    inits = "\n".join(f"        self.{attr} = {cls}(dim, hidden)" for attr, cls in children.items())
+    calls = "\n".join(f"        x = self.{attr}(x)" for attr in children)
+    return CHAIN.format(name=name, inits=inits or "        pass", calls=calls)
+
 
 EDIT_LINE = ("        eps = 1e-6\n", "        eps = 1e-5\n")
 
@@ -388,15 +386,12 @@ def generate_model(where: Path, blocks: int, per_module: int) -> Workload:
     for m in range(max(1, -(-blocks // per_module))):
         ks = range(m * per_module, min(blocks, (m + 1) * per_module))
         text = STAGE_HEAD.format(m=m) + "".join(BLOCK.format(k=k) for k in ks)
-        inits = "\n".join(f"        self.b{k} = Block{k}(dim, hidden)" for k in ks) or "        pass"
-        text += STAGE.format(m=m, inits=inits, calls="\n".join(f"        x = self.b{k}(x)" for k in ks))
+        text += chain(f"Stage{m}", {f"b{k}": f"Block{k}" for k in ks})
         (package / f"stage{m}.py").write_text(text)
         stages.append(m)
-    (package / "model.py").write_text(MODEL.format(
-        n=blocks, stages=len(stages),
-        imports="".join(f"from .stage{m} import Stage{m}\n" for m in stages),
-        inits="\n".join(f"        self.s{m} = Stage{m}(dim, hidden)" for m in stages),
-        calls="\n".join(f"        x = self.s{m}(x)" for m in stages)))
+    imports = "".join(f"from .stage{m} import Stage{m}\n" for m in stages)
+    (package / "model.py").write_text(MODEL_HEAD.format(n=blocks, stages=len(stages), imports=imports)
+                                      + chain("Model", {f"s{m}": f"Stage{m}" for m in stages}))
     files = sorted(package.glob("*.py"))
     edit_file = package / "stage0.py"
     if blocks == 0:  # no block to edit: give the empty stage an edit line
