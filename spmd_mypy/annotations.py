@@ -32,7 +32,7 @@ from mypy.types import (
 from spmd_mypy.compat import analyze_base, analyzed_module, lookup_type_name
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import PARAMETER_CLASS, PROCESS_GROUP_CLASS, TENSOR_CLASS, Encoder
-from spmd_mypy.report import ANNOTATION, CODES
+from spmd_mypy.error_codes import ANNOTATION, CODES
 from spmd_types.typesystem import AnnotationError, Code, SpmdType, spmd_type_from_metadata
 from spmd_types.typesystem.annotations import Axis, AxisTypes, axis_types_marker, markers_from_text, shard_marker
 from spmd_types.typesystem.local_types import I, LocalType, P, R, V

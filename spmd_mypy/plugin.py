@@ -31,7 +31,7 @@ from mypy.plugin import (
 from mypy.types import FunctionLike, Type
 
 import spmd_mypy
-from spmd_mypy import config
+from spmd_mypy import config, error_codes  # noqa: F401  (registers the spmd-* codes with mypy)
 
 if TYPE_CHECKING:
     from spmd_mypy.hooks import Hooks

@@ -9,9 +9,8 @@ silenced with ``# type: ignore[spmd-partial]`` and a whole class turned off with
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Final, TypeVar
+from typing import TypeVar
 
-from mypy.errorcodes import ErrorCode
 from mypy.nodes import (
     CallExpr,
     Context,
@@ -27,15 +26,11 @@ from mypy.nodes import (
 from mypy.plugin import CheckerPluginInterface
 
 from spmd_mypy.compat import past_speculation
-from spmd_types.typesystem import Code, Violation
+from spmd_mypy.error_codes import CODES, INTERNAL
+from spmd_types.typesystem import Violation
 
-__all__ = ["ANNOTATION", "CODES", "INTERNAL", "Reporter", "spell"]
+__all__ = ["Reporter", "spell"]
 
-CODES: Final[dict[Code, ErrorCode]] = {
-    code: ErrorCode(code.value, code.description, "SPMD") for code in Code
-}
-ANNOTATION: Final = CODES[Code.ANNOTATION]
-INTERNAL: Final = ErrorCode("spmd-internal", "the SPMD plugin could not check this expression", "SPMD")
 
 C = TypeVar("C")
 R = TypeVar("R")

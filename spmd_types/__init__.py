@@ -15,7 +15,8 @@ and change types only through the collectives and casts of this package
 exactly what the types promise.  The mypy plugin ``spmd_mypy`` checks the
 annotations; at run time they are erased.
 
-The markers import nothing heavy; the collectives load torch on first use.
+Every name is imported on first use: the markers are pure Python, the
+collectives load torch.
 """
 
 from __future__ import annotations
@@ -23,12 +24,22 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from spmd_types.typesystem.annotations import AnnotationError, Axis, AxisTypes, Spmd
-from spmd_types.typesystem.local_types import I, LocalType, P, R, S, Shard, V
-from spmd_types.typesystem.partition_spec import PartitionSpec
-
-# Runtime names and the module that defines each; loaded (with torch) on first access.
-_RUNTIME = {
+# Each public name and the module that defines it, imported on first access:
+# the markers are pure Python, the runtime names load torch.  Importing a part
+# of the rule core (as mypy's plugin entry point does) loads neither.
+_DEFINED_IN = {
+    "AnnotationError": "spmd_types.typesystem.annotations",
+    "Axis": "spmd_types.typesystem.annotations",
+    "AxisTypes": "spmd_types.typesystem.annotations",
+    "Spmd": "spmd_types.typesystem.annotations",
+    "I": "spmd_types.typesystem.local_types",
+    "LocalType": "spmd_types.typesystem.local_types",
+    "P": "spmd_types.typesystem.local_types",
+    "R": "spmd_types.typesystem.local_types",
+    "S": "spmd_types.typesystem.local_types",
+    "Shard": "spmd_types.typesystem.local_types",
+    "V": "spmd_types.typesystem.local_types",
+    "PartitionSpec": "spmd_types.typesystem.partition_spec",
     "all_reduce": "spmd_types._collectives",
     "all_gather": "spmd_types._collectives",
     "reduce_scatter": "spmd_types._collectives",
@@ -55,25 +66,11 @@ _RUNTIME = {
     "SpmdTypeCheckError": "spmd_types._errors",
 }
 
-__all__ = [
-    "AnnotationError",
-    "Axis",
-    "AxisTypes",
-    "I",
-    "LocalType",
-    "P",
-    "PartitionSpec",
-    "R",
-    "S",
-    "Shard",
-    "Spmd",
-    "V",
-    *_RUNTIME,
-]
+__all__ = sorted(_DEFINED_IN)
 
 
 def __getattr__(name: str) -> Any:
-    module = _RUNTIME.get(name)
+    module = _DEFINED_IN.get(name)
     if module is None:
         raise AttributeError(f"module 'spmd_types' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
@@ -82,4 +79,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_RUNTIME))
+    return sorted(set(globals()) | set(_DEFINED_IN))
