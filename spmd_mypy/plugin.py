@@ -14,7 +14,7 @@ import hashlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from mypy.nodes import MypyFile
 from mypy.options import Options
@@ -111,6 +111,25 @@ class SpmdPlugin(Plugin):
         return self._hooks.attribute_hook(fullname)
 
 
+SUPPORTED_MYPY: Final = range(2, 3)
+"""The mypy major versions the plugin is tested with (``mypy>=2.0,<3``)."""
+
+
+def unsupported_mypy_note(version: str) -> str | None:
+    """A note for a mypy ``version`` outside :data:`SUPPORTED_MYPY`; ``None`` inside it."""
+    major = version.split(".", 1)[0]
+    if major.isdigit() and int(major) in SUPPORTED_MYPY:
+        return None
+    return (
+        f"spmd-mypy: note: mypy {version} is not a version the SPMD plugin supports (mypy>=2.0,<3); "
+        "its SPMD diagnostics may be missing or wrong. Install a supported mypy, and in an editor make it "
+        "use that mypy rather than a bundled one"
+    )
+
+
 def plugin(version: str) -> type[Plugin]:
-    """mypy's entry point."""
+    """mypy's entry point; says so on standard error when ``version`` is one the plugin does not support."""
+    note = unsupported_mypy_note(version)
+    if note is not None:
+        print(note, file=sys.stderr)
     return SpmdPlugin

@@ -178,3 +178,17 @@ def test_a_warm_run_does_not_load_the_hooks(tmp_path: Path) -> None:
                            env=SUBPROCESS_ENV).stdout.split() for _ in range(2)]
     assert runs == [["0", "True", "True"], ["0", "False", "False"]]
 
+
+@pytest.mark.parametrize(("version", "noted"), [("1.15.0", True), ("1.19.1+dev.abc", True), ("2.0.0", False),
+                                                ("2.4.1", False), ("3.0.0", True)])
+def test_an_unsupported_mypy_gets_a_note(version: str, noted: bool, capsys: pytest.CaptureFixture[str]) -> None:
+    """mypy < 2 (what some editors bundle) still loads the plugin; the user is told, on standard error."""
+    from spmd_mypy.plugin import SpmdPlugin, plugin
+
+    assert plugin(version) is SpmdPlugin
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    if noted:
+        assert captured.err.startswith(f"spmd-mypy: note: mypy {version} is not a version the SPMD plugin supports")
+    else:
+        assert captured.err == ""
