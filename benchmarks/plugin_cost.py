@@ -3,7 +3,8 @@
     python benchmarks/plugin_cost.py                 # defaults: about 5 minutes on 2 cores
     python benchmarks/plugin_cost.py --quick         # smoke run, about 1 minute
 
-Both configurations are ``mypy.ini.example`` with ``mypy_path`` pointing at this
+Both configurations are the recommended one (``spmd-check --print-config
+--skip-torch-internals``, from this checkout) with ``mypy_path`` pointing at this
 checkout's stubs; "plain" drops the ``plugins =`` line (the annotations are then
 ordinary ``Annotated`` metadata), nothing else differs.  mypy runs as a child
 process in a snapshot of the checkout taken at the start (``prepare_children``),
@@ -73,10 +74,12 @@ from pathlib import Path
 
 import _shared
 
+from spmd_mypy import recommended
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ("plain", "plugin")
 # What mypy's children need from the checkout (the plugin's test cases stand in where examples/ is missing).
-SNAPSHOT_PATHS = ("spmd_mypy", "spmd_types", "stubs", "examples", "tests/plugin/cases", "mypy.ini.example")
+SNAPSHOT_PATHS = ("spmd_mypy", "spmd_types", "stubs", "examples", "tests/plugin/cases")
 
 # Set by prepare_children: where the children import the plugin from and run, and their bytecode cache.
 CHECKOUT = ROOT
@@ -121,19 +124,16 @@ def prepare_children(where: Path, commit: str | None = None) -> str:
 
 
 def config_text(plugin: bool, skip_torch: bool = True) -> str:
-    """``mypy.ini.example`` with this checkout's stubs; without ``plugins =`` when not ``plugin``.
+    """The recommended configuration with the snapshot's stubs; without ``plugins =`` when not ``plugin``.
 
-    ``skip_torch=False`` drops the sections that skip torch's heavy subpackages.
+    ``skip_torch`` adds the section that skips torch's heavy subpackages
+    (``spmd-check --print-config --skip-torch-internals``).
     """
     parser = configparser.ConfigParser(interpolation=None)
-    parser.read_string((CHECKOUT / "mypy.ini.example").read_text())
+    parser.read_string(recommended.render("ini", skip_torch_internals=skip_torch))
     parser["mypy"]["mypy_path"] = str(CHECKOUT / "stubs")
     if not plugin:
         parser["mypy"].pop("plugins", None)
-    if not skip_torch:
-        for section in [s for s in parser.sections() if s.startswith("mypy-") and "torch" in s]:
-            if parser[section].get("follow_imports") == "skip":
-                parser.remove_section(section)
     out = io.StringIO()
     parser.write(out)
     return out.getvalue()
@@ -604,10 +604,10 @@ def main() -> None:
     parser.add_argument("--blocks-per-module", type=int, default=25)
     parser.add_argument("--edit-every-size", action="store_true", help="edit and daemon modes for every model size")
     parser.add_argument("--no-daemon", action="store_true")
-    parser.add_argument("--daemon-config", choices=("no-skip", "example"), default="no-skip",
-                        help="daemon configuration: without the torch-skipping sections (default; see the docs: "
-                        "dmypy mishandles per-module follow_imports=skip after the first check) or as in "
-                        "mypy.ini.example")
+    parser.add_argument("--daemon-config", choices=("no-skip", "skip"), default="no-skip",
+                        help="daemon configuration: without the torch-skipping section (default, and what "
+                        "mypy.ini.example is; dmypy mishandles per-module follow_imports=skip after the first "
+                        "check) or with it, as the one-shot runs")
     parser.add_argument("--daemon-timeout", type=float, default=120, help="seconds before a daemon check is abandoned")
     parser.add_argument("--no-examples", action="store_true")
     parser.add_argument("--quick", action="store_true", help="sizes 10 40, one repeat, two warm runs and "
@@ -626,7 +626,7 @@ def main() -> None:
     try:
         print(prepare_children(tmp, args.commit))
         configs = write_configs(tmp)
-        daemon_configs = write_configs(tmp, skip_torch=args.daemon_config == "example")
+        daemon_configs = write_configs(tmp, skip_torch=args.daemon_config == "skip")
         workloads: list[Workload] = [] if args.no_examples else [example_workload(tmp)]
         models = [generate_model(tmp, n, args.blocks_per_module) for n in sorted({0, *args.sizes})]
         workloads += models

@@ -5,7 +5,7 @@
     python benchmarks/profile_plugin.py --quick
 
 Uses the generated model of ``benchmarks/plugin_cost.py``, its
-configurations (``mypy.ini.example`` with and without the plugin) and its
+configurations (the recommended one, torch's internals skipped, with and without the plugin) and its
 snapshot of the code (the working tree, or ``--commit``).  Every
 timed mypy run is cold (empty cache) and runs in a child process as
 ``mypy.main.main`` does from the command line, ending with mypy's fast exit

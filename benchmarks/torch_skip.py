@@ -1,13 +1,13 @@
-"""What the torch-skipping sections of ``mypy.ini.example`` save, and that they keep the public types.
+"""What the torch-skipping section (``spmd-check --print-config --skip-torch-internals``) saves, and that it keeps the public types.
 
     python benchmarks/torch_skip.py            # 5 cold runs of each configuration; about 2 minutes
     python benchmarks/torch_skip.py --quick    # 1 run each
 
 Two configurations, both with the plugin and the stubs, on a snapshot of the
 code (the working tree, or ``--commit``), as in ``benchmarks/plugin_cost.py``:
-``skip`` is ``mypy.ini.example`` as it is, ``full`` is the same without its
-``follow_imports = skip`` sections for torch's subpackages, so that mypy
-analyses all of torch that the code reaches.
+``skip`` is the recommended configuration with its ``follow_imports = skip``
+section for torch's subpackages, ``full`` is the same without it (what
+``mypy.ini.example`` is), so that mypy analyses all of torch that the code reaches.
 
 * Cost: cold runs (empty cache) on the annotated examples (``examples/``,
   copied to a temporary directory), both configurations back to back, the
@@ -105,7 +105,7 @@ def main() -> None:
                    for name, config in configs.items()}
         types = {name: revealed(out) for name, out in outputs.items()}
         print(f"\nRevealed types in {probe.name}, with the plugin:")
-        print(f"{'line':>4} {'same':>4}  {'skip (mypy.ini.example)':60} full torch")
+        print(f"{'line':>4} {'same':>4}  {'skip (--skip-torch-internals)':60} full torch")
         lines = PROBE.splitlines()
         for line in sorted(set(types["skip"]) | set(types["full"])):
             skip, full = types["skip"].get(line, "-"), types["full"].get(line, "-")
@@ -137,7 +137,7 @@ def main() -> None:
         failed = failed or not same
         print(f"\nCold mypy with the plugin on {examples.name}, {args.repeats} runs each, median [min-max]:")
         print(f"{'configuration':26} {'wall s':>18} {'CPU s':>18} {'peak MB':>8}")
-        for name, label in (("full", "full torch"), ("skip", "skip (mypy.ini.example)")):
+        for name, label in (("full", "full torch"), ("skip", "skip (--skip-torch-internals)")):
             print(f"{label:26} {plugin_cost.fmt_spread(wall[name]):>18} {plugin_cost.fmt_spread(cpu[name]):>18} "
                   f"{rss[name]:8.0f}")
         full, skip = statistics.median(wall["full"]), statistics.median(wall["skip"])

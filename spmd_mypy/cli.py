@@ -14,8 +14,11 @@ mypy itself could not run.
 
 Settings.  A mypy configuration of yours (found the way mypy finds one, or
 given with ``--config-file``) is used when it loads the plugin
-(``plugins = spmd_mypy.plugin``).  Otherwise the recommended settings of
-``mypy.ini.example`` are used, and the report says so.
+(``plugins = spmd_mypy.plugin``).  Otherwise the recommended settings
+(:mod:`spmd_mypy.recommended`, with torch's internals skipped) are used, and
+the report says so.  ``spmd-check --print-config [ini|pyproject]`` prints them
+(add ``--skip-torch-internals`` for the faster form meant for one-shot runs),
+to start a configuration from; it needs no mypy.
 
 Stubs.  mypy reads the ``spmd_types`` API from its PEP 561 stubs.  When the
 Python environment mypy inspects (and the configured ``mypy_path``) has no
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import io
 import os
 import re
@@ -37,25 +41,22 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
-
-from mypy import api
-from mypy.main import process_options
-from mypy.modulefinder import get_search_dirs
-from mypy.options import Options
-from mypy.version import __version__ as mypy_version
+from typing import TYPE_CHECKING, TextIO
 
 import spmd_mypy
+from spmd_mypy import recommended
+
+if TYPE_CHECKING:
+    from mypy.options import Options
 
 __all__ = ["Finding", "Settings", "SetupError", "choose_settings", "find_stubs", "main", "parse_output"]
 
 PLUGIN = "spmd_mypy.plugin"
-CHECKOUT = Path(__file__).resolve().parents[1]
-# mypy.ini.example: shipped inside the package, or at the root of a source checkout.
-EXAMPLE_CONFIGS = (Path(__file__).resolve().parent / "mypy.ini.example", CHECKOUT / "mypy.ini.example")
-CHECKOUT_STUBS = CHECKOUT / "stubs"
-# The core of mypy.ini.example, for an installation that ships neither.
-MINIMAL_CONFIG = f"[mypy]\nplugins = {PLUGIN}\nallow_redefinition = True\nlocal_partial_types = True\n"
+CHECKOUT_STUBS = Path(__file__).resolve().parents[1] / "stubs"
+NO_MYPY = (
+    "mypy is not installed in this Python environment ({python}); "
+    'install it with `pip install "mypy>=2.0,<3"` (or install spmd-typecheck with its [mypy] extra)'
+)
 
 _LINE = re.compile(
     r"^(?P<path>.+?):(?P<line>\d+)(?::\d+)*: (?P<kind>error|note): (?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$"
@@ -113,6 +114,8 @@ class Settings:
 
 def _options(args: list[str]) -> tuple[list[str], Options] | None:
     """``(files, options)`` as mypy would compute them from ``args``; ``None`` if mypy rejects them."""
+    from mypy.main import process_options
+
     try:
         with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
             sources, options = process_options(args)
@@ -123,6 +126,8 @@ def _options(args: list[str]) -> tuple[list[str], Options] | None:
 
 def choose_settings(paths: Sequence[str], config_file: str | None, scratch: Path) -> Settings:
     """Pick the configuration (see the module docstring) and find the stubs."""
+    from mypy.options import Options
+
     found = _options([*(["--config-file", config_file] if config_file else []), *paths])
     options = found[1] if found else Options()
     user_config = options.config_file
@@ -130,12 +135,8 @@ def choose_settings(paths: Sequence[str], config_file: str | None, scratch: Path
         return Settings(user_config, f"your {user_config}", find_stubs(options))
     if config_file:
         raise SetupError(f"{config_file} does not load the plugin; add `plugins = {PLUGIN}` to its [mypy] section")
-    example = next((path for path in EXAMPLE_CONFIGS if path.is_file()), None)
-    if example is not None:
-        chosen, origin = str(example), "the recommended settings of mypy.ini.example"
-    else:
-        chosen, origin = str(scratch / "mypy.ini"), "the plugin's minimal settings"
-        Path(chosen).write_text(MINIMAL_CONFIG)
+    chosen, origin = str(scratch / "mypy.ini"), "the recommended settings (spmd-check --print-config)"
+    Path(chosen).write_text(recommended.render("ini", skip_torch_internals=True))
     if user_config:
         origin += f" ({user_config} does not load {PLUGIN})"
     found = _options(["--config-file", chosen, *paths])
@@ -149,6 +150,8 @@ def find_stubs(options: Options) -> Path | None:
     searches for the configured Python executable, or when a ``mypy_path``
     entry holds ``spmd_types/__init__.pyi``.
     """
+    from mypy.modulefinder import get_search_dirs
+
     sys_path, site_packages = get_search_dirs(options.python_executable or sys.executable)
     if any((Path(d) / "spmd_types-stubs" / "__init__.pyi").is_file() for d in [*site_packages, *sys_path]):
         return None
@@ -240,6 +243,8 @@ def render(
     files: Sequence[Path], findings: dict[Path, list[Finding]], settings: Settings, out: TextIO, style: _Style
 ) -> None:
     """Print the header, every file grouped by directory (clean ``__init__.py`` files left out), the summary."""
+    from mypy.version import __version__ as mypy_version
+
     print(
         style.bold("spmd-check")
         + f": mypy {mypy_version} with the spmd-typecheck plugin {spmd_mypy.__version__}, using {settings.origin}",
@@ -294,18 +299,36 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="spmd-check",
         description="Run mypy with the spmd-typecheck plugin and report, file by file, the SPMD errors it finds.",
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories to check")
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="files or directories to check")
     parser.add_argument("--config-file",
                         help="a mypy configuration that loads the plugin (default: found as mypy does)")
     parser.add_argument("--exit-zero", action="store_true", help="exit 0 even when errors are found (for demos)")
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colored output")
-    return parser.parse_args(argv)
+    parser.add_argument("--print-config", nargs="?", const="ini", choices=recommended.FORMATS, metavar="FORMAT",
+                        help="print the recommended mypy configuration, as ini (default) or pyproject, and exit")
+    parser.add_argument("--skip-torch-internals", action="store_true",
+                        help="with --print-config: add the section that skips torch's heavy subpackages "
+                             "(faster one-shot runs; not for the mypy daemon)")
+    args = parser.parse_args(argv)
+    if args.print_config is None and not args.paths:
+        parser.error("give the files or directories to check (or --print-config)")
+    if args.skip_torch_internals and args.print_config is None:
+        parser.error("--skip-torch-internals goes with --print-config")
+    return args
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     """Run the check; the exit status (see the module docstring)."""
     args = _arguments(argv)
     out = out or sys.stdout
+    if args.print_config is not None:
+        out.write(recommended.render(args.print_config, skip_torch_internals=args.skip_torch_internals))
+        return 0
+    if importlib.util.find_spec("mypy") is None:
+        print(f"spmd-check: {NO_MYPY.format(python=sys.executable)}", file=sys.stderr)
+        return 2
+    from mypy import api
+
     with tempfile.TemporaryDirectory() as scratch:
         try:
             settings = choose_settings(args.paths, args.config_file, Path(scratch))

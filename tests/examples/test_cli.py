@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 from example_catalog import EXAMPLES, ROOT, buggy_twins, correct_examples, source
+from mypy import modulefinder
 from mypy.options import Options
 
-from spmd_mypy import cli
+from spmd_mypy import cli, recommended
 from tests.plugin.harness import CaseFile
 
 BUGGY = '''\
@@ -74,9 +75,9 @@ def blocks(report: str) -> dict[str, str]:
 
 
 def user_config(directory: Path, plugins: bool, **mypy_options: str) -> Path:
-    """A mypy.ini in ``directory``: mypy.ini.example's sections, with or without the plugin."""
+    """A mypy.ini in ``directory``: the recommended sections, with or without the plugin."""
     config = configparser.ConfigParser(interpolation=None)
-    config.read_string((ROOT / "mypy.ini.example").read_text())
+    config.read_string(recommended.render("ini", skip_torch_internals=True))
     if not plugins:
         del config["mypy"]["plugins"]
     config["mypy"].update(mypy_options)
@@ -91,7 +92,7 @@ def test_demo_reports_every_example(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(ROOT)
     status, report = run([str(EXAMPLES.relative_to(ROOT))])
     assert status == 1, report
-    assert "using the recommended settings of mypy.ini.example" in report.splitlines()[0]
+    assert "using the recommended settings (spmd-check --print-config)" in report.splitlines()[0]
     by_file = blocks(report)
     for module in correct_examples():
         assert by_file[source(module).name].split()[0] == "clean", report
@@ -179,24 +180,24 @@ def options(mypy_path: list[str]) -> Options:
 
 
 def test_checkout_stubs_when_none_are_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(cli, "get_search_dirs", lambda executable: ([str(tmp_path)], [str(tmp_path)]))
+    monkeypatch.setattr(modulefinder, "get_search_dirs", lambda executable: ([str(tmp_path)], [str(tmp_path)]))
     assert cli.find_stubs(options([])) == ROOT / "stubs"
 
 
 def test_no_stubs_path_when_the_stubs_package_is_installed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     (tmp_path / "spmd_types-stubs").mkdir()
     (tmp_path / "spmd_types-stubs" / "__init__.pyi").write_text("")
-    monkeypatch.setattr(cli, "get_search_dirs", lambda executable: ([], [str(tmp_path)]))
+    monkeypatch.setattr(modulefinder, "get_search_dirs", lambda executable: ([], [str(tmp_path)]))
     assert cli.find_stubs(options([])) is None
 
 
 def test_no_stubs_path_when_mypy_path_has_them(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(cli, "get_search_dirs", lambda executable: ([], []))
+    monkeypatch.setattr(modulefinder, "get_search_dirs", lambda executable: ([], []))
     assert cli.find_stubs(options([str(ROOT / "stubs")])) is None
 
 
 def test_missing_stubs_are_an_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(cli, "get_search_dirs", lambda executable: ([], []))
+    monkeypatch.setattr(modulefinder, "get_search_dirs", lambda executable: ([], []))
     monkeypatch.setattr(cli, "CHECKOUT_STUBS", tmp_path)
     with pytest.raises(cli.SetupError, match="pip install"):
         cli.find_stubs(options([]))

@@ -1,6 +1,6 @@
-"""The built wheel is what a user installs: it must carry the stubs, the plugin's
-recommended configuration and the ``spmd-check`` command, and work away from
-this checkout."""
+"""The built wheel is what a user installs: it must carry the stubs and the
+``spmd-check`` command (which prints the recommended configuration), and work
+away from this checkout, with or without mypy installed."""
 
 from __future__ import annotations
 
@@ -43,22 +43,26 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-def test_the_wheel_carries_stubs_config_and_command(wheel: Path) -> None:
+def test_the_wheel_carries_stubs_and_command(wheel: Path) -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        config = archive.read("spmd_mypy/mypy.ini.example").decode()
         entry_points = next(archive.read(n).decode() for n in names if n.endswith("entry_points.txt"))
     assert {"spmd_types-stubs/__init__.pyi", "spmd_types-stubs/py.typed", "spmd_types/py.typed",
             "spmd_mypy/py.typed", "spmd_types/typesystem/ops.py"} <= names
-    # The link in the checkout is packaged as the file it points to.
-    assert config == (ROOT / "mypy.ini.example").read_text()
     assert "spmd-check = spmd_mypy.cli:main" in entry_points
 
 
-def test_the_installed_command_checks_a_project_outside_the_checkout(wheel: Path, tmp_path: Path) -> None:
-    target, project = tmp_path / "site", tmp_path / "project"
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel installed on its own (no dependencies) into a directory of its own."""
+    target = tmp_path_factory.mktemp("site")
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target),
                     str(wheel)], check=True, capture_output=True, text=True)
+    return target
+
+
+def test_the_installed_command_checks_a_project_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
+    target, project = installed, tmp_path / "project"
     project.mkdir()
     (project / "layers.py").write_text(BUGGY)
     # The installed copy comes first on the path, ahead of this checkout's editable install.
@@ -67,6 +71,23 @@ def test_the_installed_command_checks_a_project_outside_the_checkout(wheel: Path
     done = subprocess.run([str(target / "bin" / "spmd-check"), "layers.py"], cwd=project, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "recommended settings of mypy.ini.example" in done.stdout
+    assert "recommended settings (spmd-check --print-config)" in done.stdout
     assert "[spmd-partial]" in done.stdout
     assert str(ROOT) not in done.stdout + done.stderr
+
+
+def test_the_installed_command_without_mypy(installed: Path, tmp_path: Path) -> None:
+    """Installed without the [mypy] extra: one line says what to install, and --print-config still works."""
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    python = bare / "bin" / "python"
+    env = {**os.environ, "PYTHONPATH": str(installed)}
+    done = subprocess.run([str(python), "-m", "spmd_mypy.cli", "layers.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("spmd-check: mypy is not installed in this Python environment"), done.stderr
+    assert 'pip install "mypy>=2.0,<3"' in done.stderr and "Traceback" not in done.stderr
+    printed = subprocess.run([str(python), "-m", "spmd_mypy.cli", "--print-config", "pyproject"], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=120, check=True)
+    assert 'plugins = ["spmd_mypy.plugin"]' in printed.stdout

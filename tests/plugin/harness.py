@@ -13,8 +13,9 @@ expects a note containing ``text``.  ``# OK`` documents an accepted line.
 Every error must be expected: an unexpected error anywhere fails the case.
 
 All case files of one configuration are checked in a single mypy run, so
-torch is analysed once.  The configuration is ``mypy.ini.example`` (the file
-users copy) plus the lines a test adds.
+torch is analysed once.  The configuration is the recommended one (what
+``spmd-check --print-config --skip-torch-internals`` prints) plus the lines a
+test adds.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mypy import api
+
+from spmd_mypy import recommended
 
 ROOT = Path(__file__).resolve().parents[2]
 # For mypy started as a subprocess: the plugin and the runtime of this checkout, however it is installed.
@@ -80,18 +83,15 @@ def config_text(
     plugin_options: dict[str, str] | None = None,
     skip_torch_internals: bool = True,
 ) -> str:
-    """``mypy.ini.example`` with this checkout's stubs on the path and some options set.
+    """The recommended configuration with this checkout's stubs on the path and some options set.
 
     ``mypy_options`` are set in ``[mypy]``, ``plugin_options`` in ``[mypy.plugins.spmd]``;
-    ``skip_torch_internals=False`` drops the torch-skipping sections, as for the daemon.
+    ``skip_torch_internals=False`` leaves out the torch-skipping section, as for the daemon.
     """
     config = configparser.ConfigParser(interpolation=None)
-    config.read_string((ROOT / "mypy.ini.example").read_text())
+    config.read_string(recommended.render("ini", skip_torch_internals=skip_torch_internals))
     config["mypy"].update({"mypy_path": str(ROOT / "stubs"), "warn_unused_ignores": "True", **(mypy_options or {})})
     config["mypy.plugins.spmd"].update(plugin_options or {})
-    if not skip_torch_internals:
-        for section in [s for s in config.sections() if s.startswith("mypy-torch")]:
-            config.remove_section(section)
     text = io.StringIO()
     config.write(text)
     return text.getvalue()
