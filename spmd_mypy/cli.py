@@ -12,6 +12,10 @@ summary line counts the errors by code.  The exit status is mypy's: 0 when
 everything is clean, 1 when errors were found (0 with ``--exit-zero``), 2 when
 mypy itself could not run.
 
+Baseline.  ``--update-baseline --baseline FILE`` records every error found
+now; ``--baseline FILE`` then reports, and fails on, only the errors FILE does
+not record (:mod:`spmd_mypy.baseline` says how errors are matched).
+
 Settings.  A mypy configuration of yours (found the way mypy finds one, or
 given with ``--config-file``) is used when it loads the plugin
 (``plugins = spmd_mypy.plugin``).  Otherwise the recommended settings
@@ -36,7 +40,6 @@ import os
 import re
 import sys
 import tempfile
-import tokenize
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import spmd_mypy
-from spmd_mypy import recommended
+from spmd_mypy import baseline, recommended
 
 if TYPE_CHECKING:
     from mypy.options import Options
@@ -213,21 +216,6 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _code_line(path: Path, line: int) -> str | None:
-    """Line ``line`` of ``path`` without its comment, or ``None`` if it cannot be read."""
-    try:
-        text = path.read_text(encoding="utf-8").splitlines()[line - 1]
-    except (OSError, IndexError, UnicodeDecodeError):
-        return None
-    try:
-        tokens = list(tokenize.generate_tokens(io.StringIO(text.strip() + "\n").readline))
-        comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
-        code = text.strip()[: comment.start[1]] if comment else text.strip()
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        code = text.strip()
-    return code.rstrip() or None
-
-
 def _explain(finding: Finding) -> list[str]:
     """The message, with the plugin's suggested fix (and each alternative) on a line of its own."""
     message, _, fix = finding.message.partition("; fix: ")
@@ -267,7 +255,7 @@ def render(
         for finding in entries:
             tag = style.bad(f"[{finding.code}]") if finding.kind == "error" else style.dim("note")
             print(f"      line {finding.line}  {tag}", file=out)
-            code = _code_line(path, finding.line)
+            code = baseline.source_line(path, finding.line)
             if code:
                 print(f"        {style.dim('>')} {code}", file=out)
             for text in _explain(finding):
@@ -306,6 +294,10 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colored output")
     parser.add_argument("--print-config", nargs="?", const="ini", choices=recommended.FORMATS, metavar="FORMAT",
                         help="print the recommended mypy configuration, as ini (default) or pyproject, and exit")
+    parser.add_argument("--baseline", type=Path, metavar="FILE",
+                        help="report only the errors that FILE does not record (see --update-baseline)")
+    parser.add_argument("--update-baseline", action="store_true",
+                        help="with --baseline: record every error found now in FILE, and exit 0")
     parser.add_argument("--skip-torch-internals", action="store_true",
                         help="with --print-config: add the section that skips torch's heavy subpackages "
                              "(faster one-shot runs; not for the mypy daemon)")
@@ -314,6 +306,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error("give the files or directories to check (or --print-config)")
     if args.skip_torch_internals and args.print_config is None:
         parser.error("--skip-torch-internals goes with --print-config")
+    if args.update_baseline and args.baseline is None:
+        parser.error("--update-baseline goes with --baseline FILE")
     return args
 
 
@@ -329,6 +323,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         return 2
     from mypy import api
 
+    known: Counter[baseline.Entry] = Counter()
+    if args.baseline is not None and not args.update_baseline:
+        try:
+            known = baseline.load(args.baseline)
+        except baseline.BaselineError as error:
+            print(f"spmd-check: {error}", file=sys.stderr)
+            return 2
     with tempfile.TemporaryDirectory() as scratch:
         try:
             settings = choose_settings(args.paths, args.config_file, Path(scratch))
@@ -346,6 +347,18 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         print(f"spmd-check: mypy could not check {' '.join(args.paths)} (exit status {status})", file=out)
         return 2
     findings, other = parse_output(stdout)
+    if args.baseline is not None:
+        root = args.baseline.resolve().parent
+        if args.update_baseline:
+            recorded = baseline.record(findings, root)
+            baseline.save(args.baseline, recorded)
+            count = sum(recorded.values())
+            print(f"spmd-check: recorded {count} error{'s' if count != 1 else ''} in {args.baseline}", file=out)
+            return 0
+        against = baseline.split(findings, known, root)
+        findings = {path: [f for f in found if f.kind != "error"] + against.new.get(path, [])
+                    for path, found in findings.items()}
+        other.append(_baseline_summary(args.baseline, against.known, against.gone))
     # The files given, and any other file mypy reported errors in (a module they import).
     reported = {path for path, entries in findings.items() if entries}
     files = sorted({Path(path).resolve() for path in found[0]} | reported)
@@ -357,7 +370,17 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         out.flush()
     except BrokenPipeError:  # the reader stopped early (`spmd-check ... | head`)
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
-    return 1 if status == 1 and not args.exit_zero else 0
+    errors = any(f.kind == "error" for found in findings.values() for f in found)
+    return 1 if errors and not args.exit_zero else 0
+
+
+def _baseline_summary(file: Path, known: int, gone: int) -> str:
+    """What the baseline hid, and what it records that no longer occurs."""
+    line = f"Baseline {file}: {known} known error{'s' if known != 1 else ''} not shown"
+    if gone:
+        line += (f"; {gone} recorded error{'s' if gone != 1 else ''} no longer "
+                 f"occur{'s' if gone == 1 else ''} (--update-baseline drops {'them' if gone != 1 else 'it'})")
+    return line + "."
 
 
 if __name__ == "__main__":

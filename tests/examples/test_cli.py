@@ -221,3 +221,61 @@ def test_parse_output_attaches_notes_and_keeps_stray_lines(tmp_path: Path) -> No
     assert (note.kind, note.line, note.code) == ("note", 7, None)
     assert mix.code == "spmd-mix" and mix.message.endswith('dst=R)')
     assert other == ["mypy: some message about the run"]
+
+
+# -- the baseline -----------------------------------------------------------------------
+
+
+def test_a_baseline_hides_known_errors_and_fails_on_new_ones(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "layers.py").write_text(BUGGY)
+    assert run(["--baseline", "known.json", "--update-baseline", "layers.py"]) == (
+        0, "spmd-check: recorded 2 errors in known.json\n")
+    status, report = run(["--baseline", "known.json", "layers.py"])
+    assert status == 0, report
+    assert "clean     layers.py" in report
+    assert report.rstrip().endswith("Baseline known.json: 2 known errors not shown.")
+
+    # Lines added above move the errors: still known.  A second copy of a known error is new.
+    moved = "import math  # a new first line\n" + BUGGY
+    moved += moved[moved.index("def layer"):].replace("def layer", "def layer_copy")
+    (tmp_path / "layers.py").write_text(moved)
+    status, report = run(["--baseline", "known.json", "layers.py"])
+    assert status == 1, report
+    assert [line.split()[1] for line in report.splitlines() if line.startswith("      line ")] == ["15", "17"]
+    assert "2 errors in 1 file (1 spmd-boundary, 1 spmd-mix)" in report
+
+    # Fixing a known error leaves an entry that no longer occurs; the report says so.
+    (tmp_path / "layers.py").write_text(BUGGY.replace('dst=I)', 'dst=R)'))
+    status, report = run(["--baseline", "known.json", "layers.py"])
+    assert status == 0, report
+    assert report.rstrip().endswith(
+        "Baseline known.json: 1 known error not shown; 1 recorded error no longer occurs (--update-baseline drops it).")
+
+
+def test_a_baseline_survives_updates_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file is stable: recording the same errors again writes the same bytes."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "stable_layers.py").write_text(BUGGY)
+    run(["--baseline", "known.json", "--update-baseline", "stable_layers.py"])
+    first = (tmp_path / "known.json").read_text()
+    (tmp_path / "stable_layers.py").write_text("\n\n" + BUGGY)
+    run(["--baseline", "known.json", "--update-baseline", "stable_layers.py"])
+    assert (tmp_path / "known.json").read_text() == first
+    assert '"path": "stable_layers.py", "code": "spmd-mix"' in first
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    (None, "known.json does not exist; create it with --update-baseline known.json"),
+    ("not json", "known.json is not a baseline written by spmd-check"),
+    ('{"format": 0, "errors": []}', "known.json is not a baseline written by this version of spmd-check"),
+    ('{"format": 1, "errors": [{"path": "a.py"}]}', "known.json has an entry spmd-check cannot read"),
+])
+def test_an_unreadable_baseline_stops_before_mypy_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str], content: str | None,
+                                                        message: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    if content is not None:
+        (tmp_path / "known.json").write_text(content)
+    assert cli.main(["--baseline", "known.json", "no_such_file.py"]) == 2
+    assert capsys.readouterr().err.startswith(f"spmd-check: {message}")
