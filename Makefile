@@ -9,6 +9,10 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
+# Libraries whose communication functions the checker types (spmd_types.typesystem.ecosystem),
+# installed without their dependencies so that the tests run them against the real code.
+ECOSYSTEM := megatron-core==0.16.1
+
 # torch is pinned for development: 2.13.0 installs from local disk, a newer
 # release would download a multi-GB CUDA build. The package accepts torch>=2.6.
 # The editable install uses compat mode: mypy cannot see PEP 660 import hooks.
@@ -17,6 +21,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e ".[dev]" --config-settings editable_mode=compat
+	$(BIN)/python -m pip install --quiet --no-deps $(ECOSYSTEM)
 	touch $@
 
 # The main job: type-check the bundled examples and report, file by file, which

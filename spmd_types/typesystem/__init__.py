@@ -13,6 +13,7 @@ needs only the error codes) does not pay for the rest.
 * :mod:`.join`: the per-axis join of ordinary ops and the boundary rule;
 * :mod:`.collectives`: collectives and casts, their routes and backwards;
 * :mod:`.loss`: the ``loss.backward()`` rule;
+* :mod:`.ecosystem`: other libraries' communication functions and the calls they are;
 * :mod:`.codes`: the error codes, one per class of mistake;
 * :mod:`.violations`: structured violations with fixes.
 """
@@ -64,6 +65,10 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.collectives import check_call as check_call
     from spmd_types.typesystem.collectives import route as route
     from spmd_types.typesystem.loss import check_backward as check_backward
+    from spmd_types.typesystem.ecosystem import EQUIVALENTS as EQUIVALENTS
+    from spmd_types.typesystem.ecosystem import GROUP_GETTERS as GROUP_GETTERS
+    from spmd_types.typesystem.ecosystem import ROLES as ROLES
+    from spmd_types.typesystem.ecosystem import Equivalent as Equivalent
 
 # Where each public name is defined.  tests/typesystem/test_import.py keeps this
 # equal to the imports above, which are what type checkers read.
@@ -77,6 +82,7 @@ _DEFINED_IN: dict[str, str] = {
     **dict.fromkeys(("Operand", "OpOutcome", "apply_op", "check_fits", "fits"), "join"),
     **dict.fromkeys(("CALLS", "CallOutcome", "Transition", "backward", "check_call", "route"), "collectives"),
     **dict.fromkeys(("check_backward",), "loss"),
+    **dict.fromkeys(("EQUIVALENTS", "GROUP_GETTERS", "ROLES", "Equivalent"), "ecosystem"),
 }
 
 __all__ = sorted(_DEFINED_IN)

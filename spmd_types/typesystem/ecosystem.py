@@ -1,0 +1,130 @@
+"""Other libraries' communication functions, typed as the collective or cast each one is.
+
+Existing training code calls its framework's own differentiable collectives,
+such as Megatron-LM's ``copy_to_tensor_model_parallel_region``.  Each of those
+moves a tensor between SPMD types exactly as one of this package's calls does,
+forward *and* backward: ``copy_to_tensor_model_parallel_region`` is the
+identity forward and an all-reduce backward, which is ``reinterpret(x, "tp",
+src=I, dst=R)``.  This table says so, one :class:`Equivalent` per function, so
+that the checker types a call of the library function as the call it is
+equivalent to, and code that keeps calling its framework is checked once its
+boundaries are annotated.
+
+Each entry was read off the library's source (the version is in
+:data:`VERIFIED_AGAINST`); ``tests/ecosystem`` runs the library's function on
+simulated ranks and checks that its forward and backward are what the
+equivalent call's are.
+
+A library function finds its process group in a parameter; when the caller
+leaves it out, the library uses a group of its own choosing, named here by a
+*role* (``"tp"``: Megatron's tensor-model-parallel group).  Which mesh axis a
+role is, is the user's configuration (by default the axis named like the role).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from spmd_types.typesystem.collectives import CALLS, Endpoint, route
+from spmd_types.typesystem.local_types import I, P, R, Shard
+
+__all__ = ["EQUIVALENTS", "GROUP_GETTERS", "ROLES", "VERIFIED_AGAINST", "Equivalent", "FlagVariant"]
+
+ROLES: Final = ("tp", "cp", "dp", "ep")
+"""The parallel groups a library can pick by itself, each the default name of its mesh axis."""
+
+VERIFIED_AGAINST: Final = {"megatron-core": "0.16.1"}
+
+
+@dataclass(frozen=True)
+class FlagVariant:
+    """A boolean parameter that changes the equivalent's ``dst`` (``True`` is its default)."""
+
+    parameter: str
+    dst_if_false: Endpoint
+
+
+@dataclass(frozen=True)
+class Equivalent:
+    """A library function that is ``call(tensor, axis, src=src, dst=dst)`` on its group's axis.
+
+    ``tensor`` and ``group`` name the library function's parameters that hold
+    the tensor and the process group; ``default_role`` is the group the
+    library uses when ``group`` is left out or ``None`` (``None``: the group
+    is required).  ``variant`` is a flag that selects another ``dst``.
+    """
+
+    function: str
+    call: str
+    src: Endpoint
+    dst: Endpoint
+    tensor: str
+    group: str
+    default_role: str | None
+    variant: FlagVariant | None = None
+
+    def __post_init__(self) -> None:
+        if self.call not in CALLS:
+            raise ValueError(f"{self.function}: {self.call} is not a collective or cast")
+        for dst in (self.dst, *((self.variant.dst_if_false,) if self.variant else ())):
+            if route(self.call, self.src, dst) is None:
+                raise ValueError(f"{self.function}: {self.call} does not go from {self.src} to {dst}")
+
+    @property
+    def name(self) -> str:
+        """The function's own name, as callers write it."""
+        return self.function.rpartition(".")[2]
+
+    def spelled(self, dst: Endpoint) -> str:
+        """The equivalent call, for messages: ``all_reduce(src=P, dst=I)``."""
+        return f"{self.call}(src={self.src.code}, dst={dst.code})"
+
+
+_MEGATRON_MAPPINGS: Final = "megatron.core.tensor_parallel.mappings"
+
+
+def _megatron(name: str, call: str, src: Endpoint, dst: Endpoint, variant: FlagVariant | None = None,
+              *, tensor: str = "input_", default_role: str | None = "tp") -> Equivalent:
+    return Equivalent(f"{_MEGATRON_MAPPINGS}.{name}", call, src, dst, tensor, "group", default_role, variant)
+
+
+EQUIVALENTS: Final[dict[str, Equivalent]] = {
+    e.function: e
+    for e in (
+        # Identity forward, all-reduce backward: the input of a column-parallel layer.
+        _megatron("copy_to_tensor_model_parallel_region", "reinterpret", I, R),
+        # All-reduce forward, identity backward: the output of a row-parallel layer.
+        _megatron("reduce_from_tensor_model_parallel_region", "all_reduce", P, I),
+        # Keep this rank's slice of the last dim forward, all-gather it backward.
+        _megatron("scatter_to_tensor_model_parallel_region", "convert", I, Shard(-1)),
+        # All-gather the last dim forward, keep this rank's slice backward.
+        _megatron("gather_from_tensor_model_parallel_region", "all_gather", Shard(-1), I),
+        # The same pair along the first (sequence) dim.
+        _megatron("scatter_to_sequence_parallel_region", "convert", I, Shard(0)),
+        # All-gather the sequence forward; backward reduce-scatter, or with
+        # tensor_parallel_output_grad=False keep this rank's slice.
+        _megatron("gather_from_sequence_parallel_region", "all_gather", Shard(0), R,
+                  FlagVariant("tensor_parallel_output_grad", I)),
+        # Reduce-scatter along the sequence forward, all-gather backward.
+        _megatron("reduce_scatter_to_sequence_parallel_region", "reduce_scatter", P, Shard(0)),
+        # The same pair along the last dim.
+        _megatron("all_gather_last_dim_from_tensor_parallel_region", "all_gather", Shard(-1), R),
+        _megatron("reduce_scatter_last_dim_to_tensor_parallel_region", "reduce_scatter", P, Shard(-1)),
+        # Chunk j of the first dim to rank j, received chunks concatenated in rank order (the
+        # token exchange of mixture-of-experts layers); the group is required.
+        _megatron("all_to_all", "all_to_all", Shard(0), Shard(0), default_role=None),
+        # [tokens/TP, H] to [tokens, H/TP], and back.
+        _megatron("all_to_all_sp2hp", "all_to_all", Shard(0), Shard(-1)),
+        _megatron("all_to_all_hp2sp", "all_to_all", Shard(-1), Shard(0)),
+    )
+}
+"""Each library function's equivalent, by the function's full name."""
+
+GROUP_GETTERS: Final[dict[str, str]] = {
+    "megatron.core.parallel_state.get_tensor_model_parallel_group": "tp",
+    "megatron.core.parallel_state.get_context_parallel_group": "cp",
+    "megatron.core.parallel_state.get_data_parallel_group": "dp",
+    "megatron.core.parallel_state.get_expert_model_parallel_group": "ep",
+}
+"""Library functions that return the process group of a role."""
