@@ -48,7 +48,10 @@ from spmd_types.typesystem.annotations import axis_types_marker, shard_marker
 from spmd_types.typesystem.collectives import Endpoint
 from spmd_types.typesystem.local_types import I, LocalType, P, R, V
 
-__all__ = ["ASSERT_TYPE", "COLLECTIVES", "check_assert_type", "check_collective"]
+__all__ = [
+    "ASSERT_TYPE", "COLLECTIVES", "apply_call", "by_name", "check_assert_type", "check_collective", "typed_result",
+    "unknown_on",
+]
 
 COLLECTIVES: Final = {f"spmd_types.{name}": name for name in CALLS}
 ASSERT_TYPE: Final = "spmd_types.assert_type"
@@ -67,36 +70,64 @@ UNREADABLE: Final = _Unreadable()
 
 def check_collective(session: Session, ctx: FunctionContext, call: str) -> Type:
     """The type of a call of collective or cast ``call``; reports what is wrong with it."""
-    args = _by_name(ctx)
+    args = by_name(ctx)
     x_expr, x_type = args.get("x", (None, None))
     if x_type is None:
         return ctx.default_return_type
-    found = Encoder.read(x_type)
-    have = found if isinstance(found, SpmdType) else None
     axis = _axis(ctx, args.get("axis"))
-    where = call
     if axis is None:
         reason = _unknown_axis(args.get("axis"))
-        session.reporter.violations(ctx.api, [Violation(Code.AXIS, None, reason)], ctx.context, where)
-        return _typed(session, ctx, x_type, UNKNOWN if have is not None else None, None)
+        session.reporter.violations(ctx.api, [Violation(Code.AXIS, None, reason)], ctx.context, call)
+        return unknown_on(session, ctx, x_type, None)
     src, dst = _endpoint(args.get("src")), _endpoint(args.get("dst"))
     spec = CALLS[call]
     if (src is None and spec.src_default is None) or (dst is None and spec.dst_default is None):
         return ctx.default_return_type  # a missing required argument: mypy reports it
     if isinstance(src, _Unreadable) or isinstance(dst, _Unreadable):
         # Written as a variable: the call cannot be checked, and its result is unknown on the axis.
-        result = have.with_axis(axis, None) if have is not None and have.default is None else UNKNOWN
-        return _typed(session, ctx, x_type, result, None)
+        return unknown_on(session, ctx, x_type, axis)
     op = args.get("op")
     reduction = op[0].value if op is not None and isinstance(op[0], StrExpr) else "sum"
+    return apply_call(session, ctx, call, (x_expr, x_type), axis, src, dst, reduction)
+
+
+def apply_call(
+    session: Session,
+    ctx: FunctionContext,
+    call: str,
+    x: tuple[Expression | None, Type],
+    axis: str,
+    src: Endpoint | None,
+    dst: Endpoint | None,
+    reduction: str = "sum",
+    where: str | None = None,
+) -> Type:
+    """The type of ``call(x, axis, src=src, dst=dst)`` at this call site; reports what is wrong with it.
+
+    ``where`` names the call in messages (by default ``call``): a library
+    function typed as one of these calls names itself.
+    """
+    x_expr, x_type = x
+    found = Encoder.read(x_type)
+    have = found if isinstance(found, SpmdType) else None
     outcome = check_call(call, axis, have.get(axis) if have is not None else None, src, dst, reduction)
     value = spell(x_expr) if x_expr is not None else "x"
-    session.reporter.violations(ctx.api, outcome.violations, ctx.context, where, (value,), value)
+    session.reporter.violations(ctx.api, outcome.violations, ctx.context, where or call, (value,), value)
     base = have if have is not None else UNKNOWN
     result = base.with_axis(axis, outcome.output) if outcome.output is not None else base
-    src_used = src if src is not None else spec.src_default
+    src_used = src if src is not None else CALLS[call].src_default
     producer = Producer(call, axis, src_used, value) if src_used is not None else None
-    return _typed(session, ctx, x_type, result, producer)
+    return typed_result(session, ctx, x_type, result, producer)
+
+
+def unknown_on(session: Session, ctx: FunctionContext, x_type: Type, axis: str | None) -> Type:
+    """The input's type with ``axis`` unknown (every axis when ``axis`` is ``None``): an unreadable call."""
+    found = Encoder.read(x_type)
+    have = found if isinstance(found, SpmdType) else None
+    if have is None:
+        return ctx.default_return_type
+    result = have.with_axis(axis, None) if axis is not None and have.default is None else UNKNOWN
+    return typed_result(session, ctx, x_type, result, None)
 
 
 def check_assert_type(session: Session, ctx: FunctionContext) -> Type:
@@ -116,12 +147,13 @@ def check_assert_type(session: Session, ctx: FunctionContext) -> Type:
     if isinstance(value, SpmdType):
         session.reporter.violations(ctx.api, check_fits(value, declared), ctx.context, "assert_type",
                                     value=spell(x_expr))
-    return _typed(session, ctx, x_type, declared, None)
+    return typed_result(session, ctx, x_type, declared, None)
 
 
-def _typed(
+def typed_result(
     session: Session, ctx: FunctionContext, x_type: Type, result: SpmdType | None, producer: Producer | None
 ) -> Type:
+    """The call's tensor result typed ``result`` (fitted to a declaration it is assigned to)."""
     if result is None:
         return ctx.default_return_type
     base = get_proper_type(ctx.default_return_type)
@@ -131,7 +163,7 @@ def _typed(
     return fit_declared(session, ctx.api, typed, ctx.context, producer=producer)
 
 
-def _by_name(ctx: FunctionContext) -> dict[str, tuple[Expression, Type]]:
+def by_name(ctx: FunctionContext) -> dict[str, tuple[Expression, Type]]:
     """The first actual argument of each formal parameter, by the parameter's name."""
     return {
         name: (exprs[0], types[0])

@@ -5,17 +5,23 @@ In ``mypy.ini`` or ``setup.cfg``::
     [mypy.plugins.spmd]
     axes = dp, tp, cp
     strict_axes = true
+    library_axes = tp=model, cp=context
 
 In ``pyproject.toml``::
 
     [tool.spmd-mypy]
     axes = ["dp", "tp", "cp"]
     strict_axes = true
+    library_axes = {tp = "model", cp = "context"}
 
 ``axes`` names the mesh axes; an annotation naming another axis is an error
 (a typo such as ``"pd"`` is caught).  ``strict_axes`` makes every annotation
 name every axis in ``axes``.  ``debug`` reports internal plugin failures as
 notes instead of silently treating the expression as unknown.
+``library_axes`` names the mesh axis of each parallel group that other
+libraries pick by themselves (Megatron's mapping functions use the
+tensor-parallel group ``tp`` when given no group); by default each is the axis
+named like the group.
 """
 
 from __future__ import annotations
@@ -41,15 +47,24 @@ class ConfigError(ValueError):
     """An option with a value the plugin does not understand."""
 
 
+_OPTIONS = ("axes", "strict_axes", "debug", "library_axes")
+
+
 @dataclass(frozen=True)
 class PluginOptions:
     axes: tuple[str, ...] = ()
     strict_axes: bool = False
     debug: bool = False
+    library_axes: tuple[tuple[str, str], ...] = ()
 
     def as_data(self) -> dict[str, Any]:
         """A JSON-friendly form, stored in mypy's cache so that a change invalidates it."""
-        return {"axes": list(self.axes), "strict_axes": self.strict_axes, "debug": self.debug}
+        return {"axes": list(self.axes), "strict_axes": self.strict_axes, "debug": self.debug,
+                "library_axes": dict(self.library_axes)}
+
+    def library_axis(self, role: str) -> str:
+        """The mesh axis of the parallel group ``role`` (``"tp"``, ``"cp"``, ...) of other libraries."""
+        return dict(self.library_axes).get(role, role)
 
 
 def load(config_file: str | None) -> PluginOptions:
@@ -73,7 +88,9 @@ def load(config_file: str | None) -> PluginOptions:
     for flag in ("strict_axes", "debug"):
         if flag in section:
             values[flag] = _boolean(section[flag], flag, path)
-    unknown = set(section) - {"axes", "strict_axes", "debug"}
+    if "library_axes" in section:
+        values["library_axes"] = dict(_pair(item, path) for item in section["library_axes"].split(",") if item.strip())
+    unknown = set(section) - set(_OPTIONS)
     if unknown:
         raise ConfigError(f"{path}: unknown option(s) in [{_INI_SECTION}]: {', '.join(sorted(unknown))}")
     return _build(values, path)
@@ -88,8 +105,15 @@ def _boolean(text: str, name: str, path: Path) -> bool:
     raise ConfigError(f"{path}: {name} must be true or false, got {text!r}")
 
 
+def _pair(item: str, path: Path) -> tuple[str, str]:
+    role, equals, axis = item.partition("=")
+    if not equals or not role.strip() or not axis.strip():
+        raise ConfigError(f"{path}: library_axes takes group=axis pairs (tp=model, cp=context), got {item.strip()!r}")
+    return role.strip(), axis.strip()
+
+
 def _build(values: dict[str, Any], path: Path) -> PluginOptions:
-    unknown = set(values) - {"axes", "strict_axes", "debug"}
+    unknown = set(values) - set(_OPTIONS)
     if unknown:
         raise ConfigError(f"{path}: unknown spmd option(s): {', '.join(sorted(unknown))}")
     axes = values.get("axes", [])
@@ -100,4 +124,9 @@ def _build(values: dict[str, Any], path: Path) -> PluginOptions:
         raise ConfigError(f"{path}: strict_axes and debug must be true or false")
     if strict and not axes:
         raise ConfigError(f"{path}: strict_axes needs the list of mesh axes in axes")
-    return PluginOptions(tuple(axes), strict, debug)
+    library_axes = values.get("library_axes", {})
+    if not isinstance(library_axes, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and k and v for k, v in library_axes.items()
+    ):
+        raise ConfigError(f"{path}: library_axes must map group names to mesh-axis names")
+    return PluginOptions(tuple(axes), strict, debug, tuple(sorted(library_axes.items())))

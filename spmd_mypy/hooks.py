@@ -25,7 +25,7 @@ from mypy.plugin import (
 )
 from mypy.types import CallableType, FunctionLike, Instance, Type, TypeType, get_proper_type
 
-from spmd_mypy import boundaries, collectives, ops
+from spmd_mypy import boundaries, collectives, ecosystem, ops
 from spmd_mypy.annotations import ANNOTATED_NAMES, SPMD_ALIAS, analyze
 from spmd_mypy.compat import bind_method
 from spmd_mypy.config import PluginOptions
@@ -75,6 +75,15 @@ class Hooks:
         call = collectives.COLLECTIVES.get(fullname)
         if call is not None:
             return self._guard(lambda ctx: collectives.check_collective(session, ctx, call), _default_return)
+        equivalent = ecosystem.EQUIVALENTS.get(fullname)
+        if equivalent is not None:
+            return self._guard(lambda ctx: ecosystem.check_library_call(session, ctx, equivalent), _default_return)
+        in_place = ecosystem.IN_PLACE.get(fullname)
+        if in_place is not None:
+            return self._guard(lambda ctx: ecosystem.check_in_place_call(session, ctx, in_place), _default_return)
+        role = ecosystem.GROUP_GETTERS.get(fullname)
+        if role is not None:
+            return self._guard(lambda ctx: ecosystem.group_of_role(session, ctx, role), _default_return)
         if fullname == collectives.ASSERT_TYPE:
             return self._guard(lambda ctx: collectives.check_assert_type(session, ctx), _default_return)
         public = ops.public_function_name(fullname)

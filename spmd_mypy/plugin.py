@@ -49,6 +49,18 @@ def _rules_fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
+def _check_library_roles(options: config.PluginOptions, config_file: str | None) -> None:
+    """``library_axes`` names only groups that libraries pick (loads the core only when it is set)."""
+    if not options.library_axes:
+        return
+    from spmd_types.typesystem.ecosystem import ROLES
+
+    unknown = sorted(role for role, _ in options.library_axes if role not in ROLES)
+    if unknown:
+        raise config.ConfigError(f"{config_file}: library_axes names unknown group(s) {', '.join(unknown)}; "
+                                 f"the groups are {', '.join(ROLES)}")
+
+
 class SpmdPlugin(Plugin):
     """Checks SPMD types; see the package documentation for the rules."""
 
@@ -56,6 +68,7 @@ class SpmdPlugin(Plugin):
         super().__init__(options)
         try:
             self._options = config.load(options.config_file)
+            _check_library_roles(self._options, options.config_file)
         except (config.ConfigError, ValueError) as error:
             # A configuration mistake, reported like mypy's own: a message and exit status 2.
             print(f"spmd-mypy: {error}", file=sys.stderr)

@@ -24,6 +24,31 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from spmd_types.typesystem.annotations import AnnotationError as AnnotationError
+    from spmd_types.typesystem.annotations import Axis as Axis
+    from spmd_types.typesystem.annotations import AxisTypes as AxisTypes
+    from spmd_types.typesystem.annotations import axis_of_hint as axis_of_hint
+    from spmd_types.typesystem.annotations import spmd_type_from_metadata as spmd_type_from_metadata
+    from spmd_types.typesystem.annotations import spmd_type_of_hint as spmd_type_of_hint
+    from spmd_types.typesystem.codes import Code as Code
+    from spmd_types.typesystem.collectives import CALLS as CALLS
+    from spmd_types.typesystem.collectives import CallOutcome as CallOutcome
+    from spmd_types.typesystem.collectives import Transition as Transition
+    from spmd_types.typesystem.collectives import backward as backward
+    from spmd_types.typesystem.collectives import check_call as check_call
+    from spmd_types.typesystem.collectives import route as route
+    from spmd_types.typesystem.ecosystem import EQUIVALENTS as EQUIVALENTS
+    from spmd_types.typesystem.ecosystem import GROUP_GETTERS as GROUP_GETTERS
+    from spmd_types.typesystem.ecosystem import IN_PLACE as IN_PLACE
+    from spmd_types.typesystem.ecosystem import ROLES as ROLES
+    from spmd_types.typesystem.ecosystem import Equivalent as Equivalent
+    from spmd_types.typesystem.ecosystem import InPlace as InPlace
+    from spmd_types.typesystem.ecosystem import check_in_place as check_in_place
+    from spmd_types.typesystem.join import Operand as Operand
+    from spmd_types.typesystem.join import OpOutcome as OpOutcome
+    from spmd_types.typesystem.join import apply_op as apply_op
+    from spmd_types.typesystem.join import check_fits as check_fits
+    from spmd_types.typesystem.join import fits as fits
     from spmd_types.typesystem.local_types import WEAK as WEAK
     from spmd_types.typesystem.local_types import ZERO as ZERO
     from spmd_types.typesystem.local_types import AxisType as AxisType
@@ -37,52 +62,39 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.local_types import V as V
     from spmd_types.typesystem.local_types import gradient_type as gradient_type
     from spmd_types.typesystem.local_types import parse_axis_type as parse_axis_type
-    from spmd_types.typesystem.spmd_type import UNKNOWN as UNKNOWN
-    from spmd_types.typesystem.spmd_type import SpmdType as SpmdType
-    from spmd_types.typesystem.spmd_type import parse as parse
-    from spmd_types.typesystem.annotations import AnnotationError as AnnotationError
-    from spmd_types.typesystem.annotations import Axis as Axis
-    from spmd_types.typesystem.annotations import AxisTypes as AxisTypes
-    from spmd_types.typesystem.annotations import axis_of_hint as axis_of_hint
-    from spmd_types.typesystem.annotations import spmd_type_from_metadata as spmd_type_from_metadata
-    from spmd_types.typesystem.annotations import spmd_type_of_hint as spmd_type_of_hint
-    from spmd_types.typesystem.codes import Code as Code
-    from spmd_types.typesystem.violations import Fix as Fix
-    from spmd_types.typesystem.violations import Violation as Violation
+    from spmd_types.typesystem.loss import check_backward as check_backward
     from spmd_types.typesystem.ops import OPS as OPS
     from spmd_types.typesystem.ops import OpRule as OpRule
     from spmd_types.typesystem.ops import Result as Result
     from spmd_types.typesystem.ops import lookup as lookup
-    from spmd_types.typesystem.join import Operand as Operand
-    from spmd_types.typesystem.join import OpOutcome as OpOutcome
-    from spmd_types.typesystem.join import apply_op as apply_op
-    from spmd_types.typesystem.join import check_fits as check_fits
-    from spmd_types.typesystem.join import fits as fits
-    from spmd_types.typesystem.collectives import CALLS as CALLS
-    from spmd_types.typesystem.collectives import CallOutcome as CallOutcome
-    from spmd_types.typesystem.collectives import Transition as Transition
-    from spmd_types.typesystem.collectives import backward as backward
-    from spmd_types.typesystem.collectives import check_call as check_call
-    from spmd_types.typesystem.collectives import route as route
-    from spmd_types.typesystem.loss import check_backward as check_backward
-    from spmd_types.typesystem.ecosystem import EQUIVALENTS as EQUIVALENTS
-    from spmd_types.typesystem.ecosystem import GROUP_GETTERS as GROUP_GETTERS
-    from spmd_types.typesystem.ecosystem import ROLES as ROLES
-    from spmd_types.typesystem.ecosystem import Equivalent as Equivalent
+    from spmd_types.typesystem.spmd_type import UNKNOWN as UNKNOWN
+    from spmd_types.typesystem.spmd_type import SpmdType as SpmdType
+    from spmd_types.typesystem.spmd_type import parse as parse
+    from spmd_types.typesystem.violations import Fix as Fix
+    from spmd_types.typesystem.violations import Violation as Violation
 
 # Where each public name is defined.  tests/typesystem/test_import.py keeps this
 # equal to the imports above, which are what type checkers read.
 _DEFINED_IN: dict[str, str] = {
-    **dict.fromkeys(("WEAK", "ZERO", "AxisType", "Constant", "I", "LocalType", "P", "R", "S", "Shard", "V", "gradient_type", "parse_axis_type"), "local_types"),
+    **dict.fromkeys(
+        ("WEAK", "ZERO", "AxisType", "Constant", "I", "LocalType", "P", "R", "S", "Shard", "V", "gradient_type",
+         "parse_axis_type"),
+        "local_types",
+    ),
     **dict.fromkeys(("UNKNOWN", "SpmdType", "parse"), "spmd_type"),
-    **dict.fromkeys(("AnnotationError", "Axis", "AxisTypes", "axis_of_hint", "spmd_type_from_metadata", "spmd_type_of_hint"), "annotations"),
+    **dict.fromkeys(
+        ("AnnotationError", "Axis", "AxisTypes", "axis_of_hint", "spmd_type_from_metadata", "spmd_type_of_hint"),
+        "annotations",
+    ),
     **dict.fromkeys(("Code",), "codes"),
     **dict.fromkeys(("Fix", "Violation"), "violations"),
     **dict.fromkeys(("OPS", "OpRule", "Result", "lookup"), "ops"),
     **dict.fromkeys(("Operand", "OpOutcome", "apply_op", "check_fits", "fits"), "join"),
     **dict.fromkeys(("CALLS", "CallOutcome", "Transition", "backward", "check_call", "route"), "collectives"),
     **dict.fromkeys(("check_backward",), "loss"),
-    **dict.fromkeys(("EQUIVALENTS", "GROUP_GETTERS", "ROLES", "Equivalent"), "ecosystem"),
+    **dict.fromkeys(
+        ("EQUIVALENTS", "GROUP_GETTERS", "IN_PLACE", "ROLES", "Equivalent", "InPlace", "check_in_place"), "ecosystem"
+    ),
 }
 
 __all__ = sorted(_DEFINED_IN)

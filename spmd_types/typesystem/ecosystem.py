@@ -11,9 +11,9 @@ equivalent to, and code that keeps calling its framework is checked once its
 boundaries are annotated.
 
 Each entry was read off the library's source (the version is in
-:data:`VERIFIED_AGAINST`); ``tests/ecosystem`` runs the library's function on
-simulated ranks and checks that its forward and backward are what the
-equivalent call's are.
+:data:`VERIFIED_AGAINST`); ``tests/runtime/test_runtime_ecosystem.py`` runs
+each library function and its equivalent on real gloo ranks and checks that
+their forward and backward agree.
 
 A library function finds its process group in a parameter; when the caller
 leaves it out, the library uses a group of its own choosing, named here by a
@@ -23,15 +23,20 @@ role is, is the user's configuration (by default the axis named like the role).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
-from spmd_types.typesystem.collectives import CALLS, Endpoint, route
-from spmd_types.typesystem.local_types import I, P, R, Shard
+from spmd_types.typesystem.codes import Code
+from spmd_types.typesystem.collectives import CALLS, Endpoint, fix, route
+from spmd_types.typesystem.local_types import AxisType, I, LocalType, P, R, Shard
+from spmd_types.typesystem.violations import Violation
 
-__all__ = ["EQUIVALENTS", "GROUP_GETTERS", "ROLES", "VERIFIED_AGAINST", "Equivalent", "FlagVariant"]
+__all__ = [
+    "EQUIVALENTS", "GROUP_GETTERS", "IN_PLACE", "ROLES", "VERIFIED_AGAINST", "Equivalent", "FlagVariant", "InPlace",
+    "check_in_place",
+]
 
-ROLES: Final = ("tp", "cp", "dp", "ep")
+ROLES: Final = ("tp", "cp", "ep")
 """The parallel groups a library can pick by itself, each the default name of its mesh axis."""
 
 VERIFIED_AGAINST: Final = {"megatron-core": "0.16.1"}
@@ -124,7 +129,57 @@ EQUIVALENTS: Final[dict[str, Equivalent]] = {
 GROUP_GETTERS: Final[dict[str, str]] = {
     "megatron.core.parallel_state.get_tensor_model_parallel_group": "tp",
     "megatron.core.parallel_state.get_context_parallel_group": "cp",
-    "megatron.core.parallel_state.get_data_parallel_group": "dp",
     "megatron.core.parallel_state.get_expert_model_parallel_group": "ep",
 }
-"""Library functions that return the process group of a role."""
+"""Library functions that return the process group of a role.
+
+(Megatron's ``get_data_parallel_group`` is left out: with
+``with_context_parallel=True`` it returns the group of two axes at once.)
+"""
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """A library collective that overwrites its tensor argument, outside autograd.
+
+    After ``torch.distributed.all_reduce(x, group=g)`` the data of ``x`` is the
+    sum over the group's ranks, but ``x`` keeps its SPMD type, and autograd
+    records nothing: no gradient flows back through the sum.  ``call`` is the
+    differentiable call to use instead, which turns a ``src`` into a ``dst``.
+    """
+
+    function: str
+    call: str
+    src: LocalType
+    dst: LocalType
+    tensor: str
+    group: str
+
+    @property
+    def name(self) -> str:
+        """How callers usually write it: ``torch.distributed.all_reduce``."""
+        return f"torch.distributed.{self.function.rpartition('.')[2]}"
+
+
+IN_PLACE: Final[dict[str, InPlace]] = {
+    e.function: e
+    for e in (InPlace("torch.distributed.distributed_c10d.all_reduce", "all_reduce", P, R, "tensor", "group"),)
+}
+"""Library collectives that change their argument's data in place, by full name."""
+
+
+def check_in_place(entry: InPlace, axis: str, have: AxisType) -> Violation:
+    """The call of ``entry`` on a tensor of type ``have`` on the group's ``axis``: always a mistake.
+
+    The fix is the differentiable call, assigned back to the name, when it
+    accepts the tensor's type; a replicated tensor gets none, since summing it
+    over the axis was not what its author meant either.
+    """
+    reason = (f"the tensor is {have.code} and is overwritten in place with its {entry.call.replace('_', '-')}, "
+              "outside autograd: it keeps its SPMD type though its data changed, and no gradient flows back "
+              "through the communication")
+    better = fix(entry.call, have, entry.dst, axis) if isinstance(have, (LocalType, Shard)) else None
+    if better is None and have in (R, I):
+        reason += f"; summing {have.code} data over the axis also multiplies it by the axis size"
+    fixes = (replace(better, call=f"{{x}} = {better.call}"),) if better is not None else ()
+    return Violation(Code.INPLACE, axis, reason, (have.code,), (0,), fixes)

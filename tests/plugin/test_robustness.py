@@ -58,26 +58,35 @@ def test_pyproject_options(tmp_path: Path) -> None:
         [tool.mypy]
         plugins = ["spmd_mypy.plugin"]
         mypy_path = "{ROOT / 'stubs'}"
+        allow_redefinition = true
+        local_partial_types = true
 
         [tool.spmd-mypy]
         axes = ["dp", "tp"]
+        library_axes = {{tp = "dp"}}
     """))
     (tmp_path / "m.py").write_text(textwrap.dedent("""
         from typing import Annotated
+        from megatron.core.tensor_parallel import reduce_from_tensor_model_parallel_region
         from torch import Tensor
-        from spmd_types import R
+        from spmd_types import P, R
         def f(x: Annotated[Tensor, R["pd"]]) -> None: ...
+        def g(p: Annotated[Tensor, P["dp"]]) -> None:
+            reveal_type(reduce_from_tensor_model_parallel_region(p))
     """))
     stdout, _, _ = api.run(["--config-file", str(tmp_path / "pyproject.toml"), "--cache-dir", str(tmp_path / "c"),
                             str(tmp_path / "m.py")])
     assert "unknown mesh axis 'pd' (the configured axes are dp, tp)  [spmd-axis]" in stdout
+    assert "SpmdTensor[Literal['dp:I']]" in stdout, stdout
 
 
 @pytest.mark.parametrize(
     ("options", "message"),
     [({"strict_axes": "maybe"}, "strict_axes must be true or false"),
      ({"axes_typo": "dp"}, "unknown option(s) in [mypy.plugins.spmd]: axes_typo"),
-     ({"strict_axes": "true"}, "strict_axes needs the list of mesh axes in axes")],
+     ({"strict_axes": "true"}, "strict_axes needs the list of mesh axes in axes"),
+     ({"library_axes": "pp=model"}, "library_axes names unknown group(s) pp; the groups are tp, cp, ep"),
+     ({"library_axes": "tp"}, "library_axes takes group=axis pairs (tp=model, cp=context), got 'tp'")],
 )
 def test_bad_options_stop_with_a_clear_message(tmp_path: Path, options: dict[str, str], message: str) -> None:
     config = tmp_path / "mypy.ini"
@@ -192,3 +201,18 @@ def test_an_unsupported_mypy_gets_a_note(version: str, noted: bool, capsys: pyte
         assert captured.err.startswith(f"spmd-mypy: note: mypy {version} is not a version the SPMD plugin supports")
     else:
         assert captured.err == ""
+
+
+def test_library_axes_names_the_axis_of_a_library_default_group(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        from typing import Annotated
+        from megatron.core.tensor_parallel import reduce_from_tensor_model_parallel_region
+        from torch import Tensor
+        from spmd_types import P
+        def f(p: Annotated[Tensor, P["model"]]) -> None:
+            reveal_type(reduce_from_tensor_model_parallel_region(p))
+    """))
+    config = tmp_path / "mypy.ini"
+    config.write_text(config_text(plugin_options={"library_axes": "tp=model"}))
+    stdout, _, _ = api.run(["--config-file", str(config), "--cache-dir", str(tmp_path / "cache"), str(tmp_path / "m.py")])
+    assert "SpmdTensor[Literal['model:I']]" in stdout, stdout

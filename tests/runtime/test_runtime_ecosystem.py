@@ -79,3 +79,17 @@ def test_library_function_matches_its_equivalent(gloo, world: int, index: int, f
     pytest.importorskip("megatron.core.tensor_parallel.mappings",
                         reason="megatron-core is installed by `make setup`; run the suite through make")
     gloo(world, _compare, index, flag)
+
+
+@pytest.mark.parametrize("equivalent", list(EQUIVALENTS.values()), ids=lambda e: e.name)
+def test_the_table_names_the_library_parameters(equivalent: Equivalent) -> None:
+    """The parameters the table reads (tensor, group, flag) are the library function's own."""
+    import inspect
+
+    pytest.importorskip("megatron.core.tensor_parallel.mappings", reason="megatron-core is installed by make setup")
+    parameters = inspect.signature(_library_function(equivalent)).parameters
+    assert equivalent.tensor in parameters and equivalent.group in parameters
+    group_default = parameters[equivalent.group].default
+    assert (group_default is None) == (equivalent.default_role is not None)
+    if equivalent.variant is not None:
+        assert parameters[equivalent.variant.parameter].default is True
