@@ -1,4 +1,4 @@
-"""What the torch-skipping section (``spmd-check --print-config --skip-torch-internals``) saves, and that it keeps the public types.
+"""What the torch-skipping section of the recommended configuration saves, and that it keeps the public types.
 
     python benchmarks/torch_skip.py            # 5 cold runs of each configuration; about 2 minutes
     python benchmarks/torch_skip.py --quick    # 1 run each

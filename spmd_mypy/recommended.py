@@ -164,7 +164,8 @@ def render(form: Format = "ini", *, skip_torch_internals: bool = False) -> str:
     (for one-shot runs only: see the module docstring).
     """
     spell = _SPELLINGS[form]
-    lines = [*_comment(f"{_HEADER} {_SAFE_FOR[skip_torch_internals]}"), "", spell.mypy_section, *spell.options(_MYPY_OPTIONS), ""]
+    lines = [*_comment(f"{_HEADER} {_SAFE_FOR[skip_torch_internals]}"), ""]
+    lines += [spell.mypy_section, *spell.options(_MYPY_OPTIONS), ""]
     lines += [*_comment(_PLUGIN_HEADER), spell.plugin_section, *spell.options(_PLUGIN_OPTIONS)]
     if skip_torch_internals:
         lines += ["", *_comment(_SKIP_WHY), *spell.skip_section(TORCH_INTERNALS)]

@@ -28,7 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spmd_types.typesystem.collectives import CALLS, Endpoint, Transition, backward, route  # noqa: E402
+from spmd_types.typesystem.collectives import CALLS, Endpoint, Transition, backward, cost, route  # noqa: E402
+from spmd_types.typesystem.ecosystem import EQUIVALENTS, GROUP_GETTERS, VERIFIED_AGAINST  # noqa: E402
 from spmd_types.typesystem.local_types import I, P, R, S, V  # noqa: E402
 
 OUT = ROOT / "docs" / "reference"
@@ -326,16 +327,48 @@ def render_index() -> str:
     for page in PAGES:
         if page.table is None:
             out.append(f"| [{page.title}]({page.slug}.md) | " + ", ".join(f"`{n}`" for n in page.names) + " |")
+    out.append("| [Other libraries' collectives](libraries.md) | Megatron's mapping functions and the calls "
+               "they are typed as |")
     out += ["", "## Collectives", ""] + docstring_markdown(coll_doc or "")
     out += ["", "## Casts", ""] + docstring_markdown(local_doc or "")
     text = "\n".join(out)
     return re.sub(r"\n{3,}", "\n\n", text).rstrip("\n") + "\n"
 
 
+def render_libraries() -> str:
+    """Other libraries' communication functions and the calls the checker types them as."""
+    source = "spmd_types/typesystem/ecosystem.py"
+    module_doc, _ = _definitions(source)
+    versions = ", ".join(f"{name} {version}" for name, version in VERIFIED_AGAINST.items())
+    out = [NOTICE.format(source=source), "", "# Other libraries' collectives", ""]
+    out += docstring_markdown(module_doc or "") + [""]
+    out += ["## The table", "",
+            f"Read off and tested against: {versions}. \"Group\" is the parameter that takes the process "
+            "group, and the group the library uses when it is left out (set its mesh axis with the plugin "
+            "option `library_axes`).", "",
+            "| function | is | forward | backward | group |", "|---|---|---|---|---|"]
+    for equivalent in EQUIVALENTS.values():
+        variants = [(equivalent.dst, "")]
+        if equivalent.variant is not None:
+            variants.append((equivalent.variant.dst_if_false, f" with `{equivalent.variant.parameter}=False`"))
+        for dst, condition in variants:
+            steps = route(equivalent.call, equivalent.src, dst) or ()
+            forward, _, backward_cost = cost(steps).partition(" forward, ")
+            default = f"{equivalent.default_role} if omitted" if equivalent.default_role else "required"
+            out.append(f"| `{equivalent.function}`{condition} | `{equivalent.call}(x, axis, src={equivalent.src.code}, "
+                       f"dst={dst.code})` | {forward} | {backward_cost.removesuffix(' in backward')} | "
+                       f"`{equivalent.group}`: {default} |")
+    out += ["", "Group getters, whose result the checker types as the process group of one mesh axis:", "",
+            "| function | group |", "|---|---|"]
+    out += [f"| `{function}()` | {role} |" for function, role in GROUP_GETTERS.items()]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
 def render_all() -> dict[Path, str]:
     """Every generated page by path."""
     pages = {OUT / f"{page.slug}.md": render_page(page) for page in PAGES}
     pages[OUT / "index.md"] = render_index()
+    pages[OUT / "libraries.md"] = render_libraries()
     return pages
 
 

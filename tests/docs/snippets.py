@@ -15,8 +15,9 @@ source by an HTML comment on the line before its fence (invisible on the site)::
 The ``text`` block right after it (only blank lines between) is what mypy
 prints for it, with the file called ``example.py``; without one the sample must
 check clean.  ``<!-- mypy: strict_axes=true; axes=dp, tp -->`` sets options:
-``axes``, ``strict_axes`` and ``debug`` go to ``[mypy.plugins.spmd]``, anything
-else to ``[mypy]``, on top of ``mypy.ini.example`` (see
+``axes``, ``strict_axes``, ``debug`` and ``library_axes`` go to
+``[mypy.plugins.spmd]``, anything else to ``[mypy]``, on top of the
+recommended configuration (see
 ``tests/plugin/harness.py``).  All samples with the same options are checked in
 one mypy run.
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 from tests.plugin.harness import ROOT, config_text, run_mypy
 
 DOCS = ROOT / "docs"
-PLUGIN_OPTIONS = frozenset({"axes", "strict_axes", "debug"})
+PLUGIN_OPTIONS = frozenset({"axes", "strict_axes", "debug", "library_axes"})
 _MARKER = re.compile(r"^<!--\s*mypy(?::\s*(?P<options>.*?))?\s*-->\s*$")
 _FENCE = re.compile(r"^(```+)\s*(\w*)")
 

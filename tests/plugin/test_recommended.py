@@ -6,7 +6,6 @@ import configparser
 import io
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,11 @@ import pytest
 from spmd_mypy import cli, recommended
 
 from .harness import ROOT, SUBPROCESS_ENV
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the backport the plugin itself uses
+    import tomli as tomllib
 
 BUGGY = """\
 from typing import Annotated
