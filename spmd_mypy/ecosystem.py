@@ -17,6 +17,7 @@ known type on the group's axis, with the differentiable call to use instead.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from mypy.nodes import Expression, NameExpr
@@ -37,11 +38,28 @@ from spmd_types.typesystem import (
     check_in_place,
 )
 
-__all__ = ["EQUIVALENTS", "GROUP_GETTERS", "IN_PLACE", "check_in_place_call", "check_library_call", "group_of_role"]
+__all__ = ["Handler", "call_handler", "check_in_place_call", "check_library_call", "group_of_role"]
 
 _FALSE: Final = "builtins.False"
 _TRUE: Final = "builtins.True"
 _NONE: Final = "builtins.None"
+
+
+Handler = Callable[[Session, FunctionContext], Type]
+
+
+def call_handler(fullname: str) -> Handler | None:
+    """How to check a call of library function ``fullname``; ``None`` when the table does not know it."""
+    equivalent = EQUIVALENTS.get(fullname)
+    if equivalent is not None:
+        return lambda session, ctx: check_library_call(session, ctx, equivalent)
+    in_place = IN_PLACE.get(fullname)
+    if in_place is not None:
+        return lambda session, ctx: check_in_place_call(session, ctx, in_place)
+    role = GROUP_GETTERS.get(fullname)
+    if role is not None:
+        return lambda session, ctx: group_of_role(session, ctx, role)
+    return None
 
 
 def check_library_call(session: Session, ctx: FunctionContext, equivalent: Equivalent) -> Type:

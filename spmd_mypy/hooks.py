@@ -75,15 +75,9 @@ class Hooks:
         call = collectives.COLLECTIVES.get(fullname)
         if call is not None:
             return self._guard(lambda ctx: collectives.check_collective(session, ctx, call), _default_return)
-        equivalent = ecosystem.EQUIVALENTS.get(fullname)
-        if equivalent is not None:
-            return self._guard(lambda ctx: ecosystem.check_library_call(session, ctx, equivalent), _default_return)
-        in_place = ecosystem.IN_PLACE.get(fullname)
-        if in_place is not None:
-            return self._guard(lambda ctx: ecosystem.check_in_place_call(session, ctx, in_place), _default_return)
-        role = ecosystem.GROUP_GETTERS.get(fullname)
-        if role is not None:
-            return self._guard(lambda ctx: ecosystem.group_of_role(session, ctx, role), _default_return)
+        library = ecosystem.call_handler(fullname)
+        if library is not None:
+            return self._guard(lambda ctx: library(session, ctx), _default_return)
         if fullname == collectives.ASSERT_TYPE:
             return self._guard(lambda ctx: collectives.check_assert_type(session, ctx), _default_return)
         public = ops.public_function_name(fullname)
