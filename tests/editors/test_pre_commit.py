@@ -1,23 +1,25 @@
 """The pre-commit hook of ``.pre-commit-hooks.yaml``, run by pre-commit itself, as docs/editors-and-ci.md configures it.
 
 A throwaway project holds a clean file and a buggy one and a
-``.pre-commit-config.yaml`` whose ``repo:`` is a snapshot of this checkout
-(working tree included, so the test checks the hook as it is now), with the
-``additional_dependencies`` the page recommends. pre-commit clones the
-snapshot, builds an environment with this package, torch and mypy in it
-(torch==2.13.0 installs from local disk here), and runs ``spmd-check``: the
-buggy file must fail with its error code, and the clean file must pass alone.
+``.pre-commit-config.yaml``: the one the page shows, with its ``repo:`` a
+snapshot of this checkout (working tree included, so the test checks the hook
+as it is now). pre-commit clones the snapshot, builds an environment with this
+package and the page's ``additional_dependencies`` (torch==2.13.0 installs
+from local disk here), and runs ``spmd-check``: the buggy file must fail with
+its error code, and the clean file must pass alone.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytest.importorskip("pre_commit", reason="pre-commit is not installed (pip install -e '.[dev]')")
 
@@ -37,14 +39,18 @@ def bias_before_reduction(x: Annotated[Tensor, P["tp"]], b: Annotated[Tensor, R[
 
 CLEAN = BUGGY.replace("bias_before", "bias_after").replace("all_reduce(x + b, \"tp\", dst=R)", "all_reduce(x, \"tp\", dst=R) + b")
 
-CONFIG = """\
-repos:
-  - repo: {repo}
-    rev: {rev}
-    hooks:
-      - id: spmd-check
-        additional_dependencies: ["torch==2.13.0", "mypy==2.4.1"]
-"""
+
+
+def documented_config(repo: Path, rev: str) -> str:
+    """The ``.pre-commit-config.yaml`` of docs/editors-and-ci.md, its repo and rev replaced by ``repo`` and ``rev``."""
+    page = (ROOT / "docs" / "editors-and-ci.md").read_text()
+    blocks = [block for block in re.findall(r"```yaml\n(.*?)```", page, re.DOTALL) if "id: spmd-check" in block]
+    assert len(blocks) == 1, "docs/editors-and-ci.md should show one configuration of the spmd-check hook"
+    config = yaml.safe_load(blocks[0])
+    (entry,) = config["repos"]
+    assert [hook["id"] for hook in entry["hooks"]] == ["spmd-check"]
+    entry.update(repo=str(repo), rev=rev)
+    return yaml.safe_dump(config)
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -82,7 +88,7 @@ def test_hook_fails_the_buggy_file_and_passes_the_clean_one(tmp_path: Path) -> N
     rev = _snapshot(hook_repo)
     (project / "buggy.py").write_text(BUGGY)
     (project / "clean.py").write_text(CLEAN)
-    (project / ".pre-commit-config.yaml").write_text(CONFIG.format(repo=hook_repo, rev=rev))
+    (project / ".pre-commit-config.yaml").write_text(documented_config(hook_repo, rev))
     _git(project, "init", "-q")
     _git(project, "add", "-A")
 
