@@ -80,6 +80,9 @@ def test_tp_mlp_under_torchrun() -> None:
 
 def _worker(rank: int, world: int, store: str, fn: Callable[[], Any], queue: Any) -> None:
     try:
+        # One thread, as torchrun gives each worker: an OpenMP thread pool that the parent
+        # used before the fork hangs in the child (softmax of a simulated run, then here).
+        torch.set_num_threads(1)
         if dist.is_initialized():  # a fake world of this process's parent, inherited through fork
             dist.destroy_process_group()
         dist.init_process_group("gloo", store=dist.FileStore(store, world), rank=rank, world_size=world)
