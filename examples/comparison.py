@@ -4,7 +4,10 @@ A :class:`ModuleExample` names a module class, the mesh it runs on, the
 global (unsharded) inputs and a single-device reference written with plain
 torch.  :meth:`ModuleExample.run`
 
-1. builds the module on a simulated mesh (:mod:`examples.simulation`);
+1. builds the module on a simulated mesh (:mod:`examples.simulation`), or,
+   with :meth:`ModuleExample.run_on_real_ranks`, on the real processes that
+   ``torchrun`` started (:mod:`examples.real_ranks`: each process checks the
+   whole output and every whole gradient);
 2. draws the *full* value of every parameter at random and gives each rank its
    part of it, as the parameter's declared SPMD type says (the class-level
    annotation, e.g. ``weight: Annotated[nn.Parameter, S["tp", 0]]``); the
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -31,7 +35,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from examples.simulation import ReplicasDiffer, World, simulated_mesh
+from examples.layout import MeshLayout, ReplicasDiffer
+from examples.real_ranks import launched_by_torchrun, real_mesh
+from examples.simulation import simulated_mesh
 from spmd_types.typesystem import LocalType, Shard, SpmdType, gradient_type, spmd_type_of_hint
 
 __all__ = [
@@ -151,7 +157,7 @@ def double_precision() -> Iterator[None]:
         torch.set_default_dtype(previous)
 
 
-def load_random_parameters(module: nn.Module, world: World, generator: torch.Generator) -> dict[str, torch.Tensor]:
+def load_random_parameters(module: nn.Module, world: MeshLayout, generator: torch.Generator) -> dict[str, torch.Tensor]:
     """Draw every parameter's full value, give each rank its part of it; the full values by name."""
     types = declared_parameter_types(module)
     with world.one_device():
@@ -192,16 +198,34 @@ class ModuleExample:
     reference: Callable[..., torch.Tensor]
     options: Mapping[str, object] = field(default_factory=dict)
 
-    @property
-    def title(self) -> str:
-        axes = ", ".join(f"{axis}={n}" for axis, n in self.mesh.items())
-        return f"{self.module.__name__} on a simulated mesh ({axes}), against one device:"
-
     def run(self, seed: int = 0) -> Comparison:
         """Run on every simulated rank and compare with the reference (see the module docstring)."""
+        return self.compare_on(simulated_mesh(**self.mesh), seed)
+
+    def run_on_real_ranks(self, seed: int = 0) -> Comparison:
+        """Run on this process, one of the ranks torchrun started, and compare with the reference.
+
+        A single-axis mesh takes as many ranks as there are processes; every
+        process must call this, and each returns its own (identical) verdict.
+        """
+        return self.compare_on(real_mesh(self.mesh), seed)
+
+    def main(self) -> int:
+        """The example as a program: real ranks when torchrun started it, else simulated ones.
+
+        Prints the comparison (each process its own) and returns the exit
+        status: 0 when everything matches the single-device reference.
+        """
+        comparison = self.run_on_real_ranks() if launched_by_torchrun() else self.run()
+        sys.stdout.write(f"{comparison}\n")  # one write, so that the processes' reports do not interleave
+        sys.stdout.flush()
+        return 0 if comparison.ok else 1
+
+    def compare_on(self, ranks: contextlib.AbstractContextManager[MeshLayout], seed: int) -> Comparison:
+        """Build, run and check the module on the ranks that entering ``ranks`` gives."""
         generator = torch.Generator().manual_seed(seed)
-        comparison = Comparison(self.title)
-        with double_precision(), simulated_mesh(**self.mesh) as world:
+        with double_precision(), ranks as world:
+            comparison = Comparison(f"{self.module.__name__} {world.description}, against one device:")
             module = self.module(**self.options)
             full = load_random_parameters(module, world, generator)
             with world.one_device():
@@ -254,7 +278,7 @@ def _gradient(spmd_type: SpmdType) -> SpmdType:
     return SpmdType(grads)
 
 
-def collector(world: World, local: torch.Tensor | None, spmd_type: SpmdType) -> Callable[[], torch.Tensor | None]:
+def collector(world: MeshLayout, local: torch.Tensor | None, spmd_type: SpmdType) -> Callable[[], torch.Tensor | None]:
     """What :meth:`Comparison.compare` calls for the global value of ``local`` (``None``: no value, e.g. no gradient)."""
     return lambda: None if local is None else world.collect(local, spmd_type)
 

@@ -32,10 +32,17 @@ partial sum, or reducing twice are type errors (see ``examples/bugs/tp_mlp_*``).
 Run it on 4 simulated ranks and compare every gradient with one device::
 
     python -m examples.tp_mlp
+
+or on real processes, one per rank (gloo on CPU, nccl on GPUs; see
+``docs/real-ranks.md``), each of which checks the whole output and every
+whole gradient against its own single-device run::
+
+    torchrun --standalone --nproc_per_node 2 -m examples.tp_mlp
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Annotated
 
@@ -85,4 +92,4 @@ EXAMPLE = ModuleExample(
 )
 
 if __name__ == "__main__":
-    print(EXAMPLE.run())
+    sys.exit(EXAMPLE.main())
