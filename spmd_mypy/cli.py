@@ -12,6 +12,11 @@ summary line counts the errors by code.  The exit status is mypy's: 0 when
 everything is clean, 1 when errors were found (0 with ``--exit-zero``), 2 when
 mypy itself could not run.
 
+Variants.  When the plugin's options name ``variants`` (configurations that
+set module-level switches, see :mod:`spmd_mypy.variants`), mypy runs once per
+variant and the report says which errors occur only in some of them;
+``--variant NAME`` checks one.
+
 Baseline.  ``--update-baseline --baseline FILE`` records every error found
 now; ``--baseline FILE`` then reports, and fails on, only the errors FILE does
 not record (:mod:`spmd_mypy.baseline` says how errors are matched).
@@ -42,12 +47,12 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import spmd_mypy
-from spmd_mypy import baseline, recommended
+from spmd_mypy import baseline, config, recommended, variants
 
 if TYPE_CHECKING:
     from mypy.options import Options
@@ -294,6 +299,8 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--color", choices=("auto", "always", "never"), default="auto", help="colored output")
     parser.add_argument("--print-config", nargs="?", const="ini", choices=recommended.FORMATS, metavar="FORMAT",
                         help="print the recommended mypy configuration, as ini (default) or pyproject, and exit")
+    parser.add_argument("--variant", metavar="NAME",
+                        help="check only the named variant of the configuration (default: every variant)")
     parser.add_argument("--baseline", type=Path, metavar="FILE",
                         help="report only the errors that FILE does not record (see --update-baseline)")
     parser.add_argument("--update-baseline", action="store_true",
@@ -333,20 +340,26 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         try:
             settings = choose_settings(args.paths, args.config_file, Path(scratch))
-        except SetupError as error:
+            chosen = _chosen_variants(config.load(settings.config_file).variants, args.variant)
+        except (SetupError, config.ConfigError) as error:
             print(f"spmd-check: {error}", file=sys.stderr)
             return 2
         found = _options(["--config-file", settings.config_file, *args.paths])
+        mypy_args = ["--config-file", settings.config_file, "--show-absolute-path", "--show-error-codes",
+                     "--hide-error-context", "--no-pretty", "--no-error-summary", *args.paths]
         with _mypy_path(settings.stubs):
-            stdout, stderr, status = api.run(
-                ["--config-file", settings.config_file, "--show-absolute-path", "--show-error-codes",
-                 "--hide-error-context", "--no-pretty", "--no-error-summary", *args.paths]
-            )
-    if status not in (0, 1) or found is None:
+            if chosen:
+                cache_root = Path(found[1].cache_dir) if found is not None else Path(".mypy_cache")
+                runs = variants.run_all(chosen, mypy_args, cache_root)
+            else:
+                runs = {"": api.run(mypy_args)}
+    failed = next((run for run in runs.values() if run[2] not in (0, 1)), None)
+    if failed is not None or found is None:
+        stdout, stderr, status = failed or next(iter(runs.values()))
         out.write(stdout + stderr)
         print(f"spmd-check: mypy could not check {' '.join(args.paths)} (exit status {status})", file=out)
         return 2
-    findings, other = parse_output(stdout)
+    findings, other = _merged({name: parse_output(run[0]) for name, run in runs.items()}, chosen)
     if args.baseline is not None:
         root = args.baseline.resolve().parent
         if args.update_baseline:
@@ -372,6 +385,40 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
     errors = any(f.kind == "error" for found in findings.values() for f in found)
     return 1 if errors and not args.exit_zero else 0
+
+
+def _chosen_variants(configured: tuple[config.Variant, ...], name: str | None) -> tuple[config.Variant, ...]:
+    """The variants to check: every configured one, or the one named with ``--variant``."""
+    if name is None:
+        return configured
+    chosen = tuple(v for v in configured if v.name == name)
+    if not chosen:
+        names = ", ".join(v.name for v in configured) or "none are configured"
+        raise SetupError(f"no variant named {name!r} (the variants: {names})")
+    return chosen
+
+
+def _merged(
+    parsed: dict[str, tuple[dict[Path, list[Finding]], list[str]]], chosen: tuple[config.Variant, ...]
+) -> tuple[dict[Path, list[Finding]], list[str]]:
+    """One report from the runs of every variant (a single run is its own report)."""
+    if len(parsed) == 1:
+        return next(iter(parsed.values()))
+    merged = variants.merge({name: found for name, (found, _) in parsed.items()},
+                            key=lambda f: (f.kind, f.line, f.code, f.message))
+    findings = {
+        path: [f if len(names) == len(parsed) else replace(f, notes=[*f.notes, _only_in(names)])
+               for f, names in found]
+        for path, found in merged.items()
+    }
+    other = list(dict.fromkeys(line for _, lines in parsed.values() for line in lines))
+    spelled = "; ".join(f"{v.name} ({', '.join([*(f'{s}=true' for s in v.true), *(f'{s}=false' for s in v.false)])})"
+                        for v in chosen)
+    return findings, [*other, f"Checked {len(chosen)} variants: {spelled}."]
+
+
+def _only_in(names: tuple[str, ...]) -> str:
+    return f"only in variant{'s' if len(names) > 1 else ''} {', '.join(names)}"
 
 
 def _baseline_summary(file: Path, known: int, gone: int) -> str:

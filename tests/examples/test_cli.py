@@ -279,3 +279,65 @@ def test_an_unreadable_baseline_stops_before_mypy_runs(tmp_path: Path, monkeypat
         (tmp_path / "known.json").write_text(content)
     assert cli.main(["--baseline", "known.json", "no_such_file.py"]) == 2
     assert capsys.readouterr().err.startswith(f"spmd-check: {message}")
+
+
+# -- variants -----------------------------------------------------------------------------
+
+SWITCHED = '''\
+from typing import Annotated
+
+from torch import Tensor
+
+from spmd_types import I, R, V, all_gather, all_reduce
+
+
+def _configured() -> bool:
+    return True
+
+
+SEQUENCE_PARALLEL = _configured()
+
+
+def layer(r: Annotated[Tensor, R["tp"]], i: Annotated[Tensor, I["tp"]], v: Annotated[Tensor, V["tp"]]) -> None:
+    if SEQUENCE_PARALLEL:
+        gathered = all_gather(r, "tp", src=V, dst=R)
+    else:
+        reduced = all_reduce(r, "tp", dst=R)
+    mixed = i * v
+'''
+
+
+def _variant_project(tmp_path: Path, variants: str) -> None:
+    (tmp_path / "switched.py").write_text(SWITCHED)
+    config = user_config(tmp_path, plugins=True, mypy_path=str(ROOT / "stubs"))
+    config.write_text(config.read_text().replace("[mypy.plugins.spmd]\n", f"[mypy.plugins.spmd]\nvariants = {variants}\n"))
+
+
+def test_variants_check_every_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each branch of a module-level switch is checked in the variant that takes it; the report says which."""
+    monkeypatch.chdir(tmp_path)
+    _variant_project(tmp_path, "sp: SEQUENCE_PARALLEL=true; nosp: SEQUENCE_PARALLEL=false")
+    status, report = run(["switched.py"])
+    assert status == 1, report
+    block = blocks(report)["switched.py"]
+    assert [line.split()[1:3] for line in block.splitlines() if line.startswith("      line ")] == [
+        ["17", "[spmd-collective]"], ["19", "[spmd-collective]"], ["20", "[spmd-mix]"]]
+    assert block.count("only in variant sp") == 1 and block.count("only in variant nosp") == 1
+    assert "the input is R but all_gather was told src=V" in block.split("only in variant sp")[0]
+    assert "only in variant" not in block.split("[spmd-mix]")[1]  # found in both: reported once, untagged
+    assert "Checked 2 variants: sp (SEQUENCE_PARALLEL=true); nosp (SEQUENCE_PARALLEL=false)." in report
+
+    status, report = run(["--variant", "nosp", "switched.py"])
+    assert status == 1 and "all_gather" not in report and "all_reduce on axis 'tp'" in report, report
+    assert "only in variant" not in report
+
+
+def test_an_unknown_variant_or_a_malformed_one_is_an_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    _variant_project(tmp_path, "sp: SEQUENCE_PARALLEL=true")
+    assert cli.main(["--variant", "tp1", "switched.py"]) == 2
+    assert "no variant named 'tp1' (the variants: sp)" in capsys.readouterr().err
+    _variant_project(tmp_path, "SEQUENCE_PARALLEL=true")
+    assert cli.main(["switched.py"]) == 2
+    assert "variants takes `name: SWITCH=true, OTHER=false; name2: ...`" in capsys.readouterr().err
