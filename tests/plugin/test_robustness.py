@@ -216,3 +216,18 @@ def test_library_axes_names_the_axis_of_a_library_default_group(tmp_path: Path) 
     config.write_text(config_text(plugin_options={"library_axes": "tp=model"}))
     stdout, _, _ = api.run(["--config-file", str(config), "--cache-dir", str(tmp_path / "cache"), str(tmp_path / "m.py")])
     assert "SpmdTensor[Literal['model:I']]" in stdout, stdout
+
+
+def test_variants_in_both_configuration_forms(tmp_path: Path) -> None:
+    from spmd_mypy import config
+
+    ini, toml = tmp_path / "mypy.ini", tmp_path / "pyproject.toml"
+    ini.write_text("[mypy.plugins.spmd]\nvariants = sp: SEQUENCE_PARALLEL=true, TP1=false; nosp: SEQUENCE_PARALLEL=no\n")
+    toml.write_text('[tool.spmd-mypy]\nvariants = {sp = {SEQUENCE_PARALLEL = true, TP1 = false}, '
+                    'nosp = {SEQUENCE_PARALLEL = false}}\n')
+    expected = (config.Variant("sp", ("SEQUENCE_PARALLEL",), ("TP1",)), config.Variant("nosp", (), ("SEQUENCE_PARALLEL",)))
+    assert config.load(str(ini)).variants == config.load(str(toml)).variants == expected
+    assert expected[0].mypy_flags() == ["--always-true", "SEQUENCE_PARALLEL", "--always-false", "TP1"]
+    toml.write_text('[tool.spmd-mypy]\nvariants = {sp = {SEQUENCE_PARALLEL = "yes"}}\n')
+    with pytest.raises(config.ConfigError, match="variants must map each variant's name to switches"):
+        config.load(str(toml))
