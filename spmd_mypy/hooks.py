@@ -23,13 +23,13 @@ from mypy.plugin import (
     MethodSigContext,
     Plugin,
 )
-from mypy.types import CallableType, FunctionLike, Instance, Type, TypeType, get_proper_type
+from mypy.types import CallableType, FunctionLike, Instance, Type, TypeType, TypeVarType, get_proper_type
 
 from spmd_mypy import boundaries, collectives, ecosystem, ops
 from spmd_mypy.annotations import ANNOTATED_NAMES, SPMD_ALIAS, analyze
 from spmd_mypy.compat import bind_method
 from spmd_mypy.config import PluginOptions
-from spmd_mypy.encoding import Encoder
+from spmd_mypy.encoding import Encoder, is_tensor
 from spmd_mypy.report import Reporter
 from spmd_mypy.session import Session
 
@@ -169,9 +169,13 @@ class Hooks:
         if (method == "__call__" and info.has_base(boundaries.MODULE)) or (
             method == "apply" and info.has_base(boundaries.AUTOGRAD_FUNCTION)
         ):
+            # A forward generic in its tensors (``def forward(self, x: T) -> T``) is typed too: mypy
+            # binds T at each call, so a norm or dropout module keeps its input's SPMD type.
             signature = boundaries.forward_signature(info)
-        else:
-            signature = boundaries.signature_of(info.get_method(method))
+            if signature is not None and (_has_spmd_signature(signature) or _generic_in_tensors(signature)):
+                return signature
+            return None
+        signature = boundaries.signature_of(info.get_method(method))
         return signature if signature is not None and _has_spmd_signature(signature) else None
 
     def _relax(self, ctx: FunctionSigContext) -> FunctionLike:
@@ -224,6 +228,14 @@ def _default_return(ctx: FunctionContext | MethodContext) -> Type:
 
 def _has_spmd_signature(signature: CallableType) -> bool:
     return any(boundaries.has_spmd(t) for t in (*signature.arg_types, signature.ret_type))
+
+
+def _generic_in_tensors(signature: CallableType) -> bool:
+    """Whether ``signature`` has a type variable bound to ``torch.Tensor`` among its parameters."""
+    return any(
+        isinstance(variable, TypeVarType) and is_tensor(get_proper_type(variable.upper_bound))
+        for variable in signature.variables
+    )
 
 
 def _class_of(typ: object) -> TypeInfo | None:
