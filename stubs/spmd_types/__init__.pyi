@@ -14,13 +14,20 @@ from spmd_types.typesystem.annotations import Axis as Axis
 from spmd_types.typesystem.annotations import AxisTypes as AxisTypes
 from spmd_types.typesystem.annotations import Spmd as Spmd
 from spmd_types.typesystem.local_types import LocalType as LocalType
-from spmd_types.typesystem.local_types import S as S
 from spmd_types.typesystem.local_types import Shard as Shard
 from spmd_types.typesystem.partition_spec import PartitionSpec as PartitionSpec
 from spmd_types.typesystem.violations import Violation as _Violation
 
 _T = TypeVar("_T")
 
+class _ShardMarker:
+    # `S` is the class Shard at run time. Typed as an instance here so that mypy reads
+    # `S["tp", 0]` in an expression (`assert_type(x, S["tp", 0])`) as a call of
+    # __getitem__, not as a type application of a non-generic class.
+    def __call__(self, dim: int) -> Shard: ...
+    def __getitem__(self, key: tuple[str, int]) -> AxisTypes: ...
+
+S: Final[_ShardMarker]
 R: Final[LocalType]
 I: Final[LocalType]
 V: Final[LocalType]
