@@ -3,6 +3,7 @@
     python benchmarks/collective_overhead.py                  # fake and gloo backends; about 3 minutes
     python benchmarks/collective_overhead.py --quick          # smoke run, well under a minute
     python benchmarks/collective_overhead.py --backend fake   # one backend only
+    python benchmarks/collective_overhead.py --runtime-checks # the library with its cross-rank check on
 
 Every case times the library call (``spmd_types.all_reduce(x, "tp", src=P,
 dst=R)`` and so on, with the axis given by name under
@@ -201,6 +202,7 @@ def bench_rank(rank: int, port: int, backend: str, world: int, args: argparse.Na
     import spmd_types as spmd
 
     torch.set_num_threads(1)
+    spmd.set_runtime_checks(args.runtime_checks)
     if backend == "fake":
         dist.init_process_group("fake", rank=0, world_size=world)
     else:
@@ -277,6 +279,8 @@ def main() -> None:
     parser.add_argument("--only", nargs="+", help="run only the cases whose name contains one of these words")
     parser.add_argument("--bar", type=float, default=15.0, help="overhead bar in microseconds per call")
     parser.add_argument("--quick", action="store_true", help="5 rounds, 50 small calls, 64K-element large tensors")
+    parser.add_argument("--runtime-checks", action="store_true",
+                        help="time the library with set_runtime_checks(True): its cross-rank check before each collective")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.iters_small, args.large = 5, 50, 64 * 1024

@@ -99,6 +99,11 @@ class Hooks:
     def method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
         owner, _, method = fullname.rpartition(".")
         session = self._session
+        if not owner and " of " in fullname:
+            # mypy names a reflected operator tried first ("r + h" with h a tensor subclass,
+            # or a union of them) by its message name: "__radd__ of TensorBase".
+            method, _, cls = fullname.partition(" of ")
+            owner = _RECEIVERS_BY_NAME.get(cls, "")
         if owner in ops.TENSOR_RECEIVERS:
             return self._guard(lambda ctx: ops.check_method(session, ctx, method), _default_return)
         module_op = ops.torch_module_op(owner) if method == "__call__" else None
@@ -220,6 +225,9 @@ class Hooks:
 
     def _guard(self, hook: Callable[[C], R], fallback: Callable[[C], R]) -> Callable[[C], R]:
         return self._session.reporter.guard(hook, fallback)
+
+
+_RECEIVERS_BY_NAME: Final = {name.rpartition(".")[2]: name for name in ops.TENSOR_RECEIVERS}
 
 
 def _default_return(ctx: FunctionContext | MethodContext) -> Type:

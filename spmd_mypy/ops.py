@@ -144,13 +144,18 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
     rule = lookup(name)
     receiver = _receiver(ctx.context, method)
     operator = method in OPERATOR_SYMBOLS
-    # mypy checks an operator on a union (a variable typed differently by branch)
-    # one member at a time; the union itself is on the receiver expression.
-    whole = expression_type(ctx.api, receiver) if operator and receiver is not None else None
-    divergent = Encoder.read(whole) if whole is not None else None
-    if isinstance(divergent, Divergent) and receiver is not None:
-        report_divergent(session, ctx.api, receiver, divergent, operator=True)
-        return with_result(session.encoder(ctx.api), ctx.default_return_type, UNKNOWN)
+    # mypy checks a method or operator on a union (a variable typed differently by
+    # branch) one member at a time, on either side of an operator; the union itself
+    # is on the operand's expression.
+    operands = [receiver] if receiver is not None else []
+    if operator and ctx.args and ctx.args[0]:
+        operands.append(ctx.args[0][0])
+    for operand in operands:
+        whole = expression_type(ctx.api, operand)
+        divergent = Encoder.read(whole) if whole is not None else None
+        if isinstance(divergent, Divergent):
+            report_divergent(session, ctx.api, operand, divergent, operator=operator)
+            return with_result(session.encoder(ctx.api), ctx.default_return_type, UNKNOWN)
     names: Sequence[str | None] = ctx.callee_arg_names
     if method.startswith("__") and not any(names):
         # mypy passes no parameter names for operators; torch's signatures name them so.

@@ -16,14 +16,14 @@ one row only is the same on every rank; a leading ``+`` marks a pending sum
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Literal
 
 import torch
 
 from spmd_types._errors import CollectiveArgumentError, NotDifferentiableError
-from spmd_types._mesh import AxisLike, Group, resolve_axis
-from spmd_types._prims import Permutation, check_dim, permutation, plan, run, shard_sizes
+from spmd_types._mesh import AxisLike, Group, communicate, resolve_axis
+from spmd_types._prims import Permutation, check_dim, check_tensor, permutation, plan, run, shard_sizes
 from spmd_types.typesystem.collectives import NO_GRADIENT_REDUCTIONS, Endpoint
 from spmd_types.typesystem.local_types import P, Shard, V
 
@@ -75,8 +75,7 @@ class _Extremum(torch.autograd.Function):
     def forward(ctx: Any, x: torch.Tensor, group: Group, op: str) -> torch.Tensor:
         ctx.op = op
         ctx.label = group.label
-        ops: Any = torch.ops._c10d_functional
-        return ops.wait_tensor(ops.all_reduce(x.contiguous(), op, group.name))  # type: ignore[no-any-return]
+        return communicate(torch.ops._c10d_functional.all_reduce, x.contiguous(), op, group.name)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> None:
@@ -112,7 +111,8 @@ def all_reduce(
         src: ``P`` (default) or ``V``.
         dst: ``R`` or ``I``; required, because the backward differs.
         op: ``"sum"``; ``"avg"`` (the sum divided by the axis size,
-            differentiable); ``"max"`` or ``"min"`` (statistics: element-wise
+            differentiable; floating-point and complex tensors only, since
+            the average of integers is not an integer); ``"max"`` or ``"min"`` (statistics: element-wise
             extremum over the ranks, no gradient; a gradient reaching them
             raises :class:`~spmd_types._errors.NotDifferentiableError`).  The
             checker types a maximum or minimum as a constant on ``axis``
@@ -140,13 +140,24 @@ def all_reduce(
     reduce-from-tensor-parallel region: identity backward), ``R`` when they
     go on to do different work with it.
     """
+    x = check_tensor("all_reduce", x)
     group = resolve_axis(axis)
     steps = plan("all_reduce", src, dst, group)
     if op == "sum":
         return run(steps, x, group)
     if op == "avg":
+        if not (x.is_floating_point() or x.is_complex()):
+            raise CollectiveArgumentError(
+                f'all_reduce(op="avg") on axis {group.label!r}: the average of {x.dtype} values is not a '
+                f'{x.dtype} value; use op="sum" and divide (x.sum() / axis_size), or pass a float tensor'
+            )
         return run(steps, x, group) / group.size
     if op in NO_GRADIENT_REDUCTIONS:
+        if x.is_complex():
+            raise CollectiveArgumentError(
+                f'all_reduce(op="{op}") on axis {group.label!r}: {x.dtype} values have no order; '
+                f"reduce x.abs() or x.real instead"
+            )
         return _extremum(x, group, op)
     raise CollectiveArgumentError(f'all_reduce: op must be "sum", "avg", "max" or "min", got {op!r}')
 
@@ -209,6 +220,7 @@ def all_gather(
     ``all_gather(S(i) -> R)`` and ``(S(i) -> I)``: the same with chunks along
     ``i``: ``reduce_scatter(P -> S(i))`` and ``convert(I -> S(i))``.
     """
+    x = check_tensor("all_gather", x)
     group = resolve_axis(axis)
     steps = plan("all_gather", src, dst, group)
     # Without a shard the ranks' tensors are stacked, on a new dim.
@@ -276,6 +288,7 @@ def reduce_scatter(
         [G0, G1, G2, G3, G4, G5]  <=  [G2, G3]
                                       [G4, G5]
     """
+    x = check_tensor("reduce_scatter", x)
     group = resolve_axis(axis)
     steps = plan("reduce_scatter", src, dst, group)
     b, sizes = _sharded_dim("reduce_scatter", "dst", dst, "scatter_dim", scatter_dim, x.dim(), x, group, split_sizes)
@@ -343,6 +356,7 @@ def all_to_all(
 
     and ``S(i) -> S(j)`` has backward ``S(j) -> S(i)``.
     """
+    x = check_tensor("all_to_all", x)
     group = resolve_axis(axis)
     steps = plan("all_to_all", src, dst, group)
     ndim = x.dim()
@@ -371,7 +385,7 @@ def all_to_all(
 # -- ppermute ----------------------------------------------------------------------
 
 
-def ppermute(x: torch.Tensor, axis: AxisLike, perm: Sequence[tuple[int, int]]) -> torch.Tensor:
+def ppermute(x: torch.Tensor, axis: AxisLike, perm: Iterable[tuple[int, int]]) -> torch.Tensor:
     """``ppermute(x: V, axis, perm) -> V``
 
     Point-to-point exchange along a permutation of the axis (as in JAX):
@@ -391,8 +405,9 @@ def ppermute(x: torch.Tensor, axis: AxisLike, perm: Sequence[tuple[int, int]]) -
     Args:
         x: the local tensor; any layout.
         axis: mesh-axis name, process group or 1-D mesh.
-        perm: ``(source, destination)`` pairs; no index may appear twice as a
-            source or twice as a destination.
+        perm: ``(source, destination)`` pairs, in any iterable (a list, a
+            tuple, a generator: it is read once); no index may appear twice
+            as a source or twice as a destination.
 
     **Backward case:** ``ppermute`` along the inverse permutation: each rank
     sends the gradient of what it received back to the rank it came from; a
@@ -402,16 +417,23 @@ def ppermute(x: torch.Tensor, axis: AxisLike, perm: Sequence[tuple[int, int]]) -
         G2  <=  G1
         G0      G2
     """
+    x = check_tensor("ppermute", x)
     group = resolve_axis(axis)
     steps = plan("ppermute", V, V, group)
-    key = (group.size, *perm)
+    if not isinstance(perm, Iterable):
+        raise CollectiveArgumentError(
+            f"ppermute: perm must be an iterable of (source, destination) pairs, got {perm!r}; "
+            f"e.g. [(k, (k + 1) % n) for k in range(n)] for a ring shift"
+        )
+    pairs = tuple(perm)  # read once: a generator has nothing left for a second pass
+    key = (group.size, *pairs)
     try:
         plans = _PERMUTATIONS.get(key)
         hashable = True
     except TypeError:  # unhashable pairs: validated (and rejected) below
         plans, hashable = None, False
     if plans is None:
-        plans = permutation(perm, group.size)
+        plans = permutation(pairs, group.size)
         if hashable and not torch.compiler.is_compiling() and len(_PERMUTATIONS) < 1024:
             _PERMUTATIONS[key] = plans
     return run(steps, x, group, 0, 0, plans[0], plans[1])
@@ -446,6 +468,7 @@ def redistribute(x: torch.Tensor, axis: AxisLike, *, src: Endpoint, dst: Endpoin
 
     **Backward:** the backward of the call it routes to (see that call).
     """
+    x = check_tensor("redistribute", x)
     group = resolve_axis(axis)
     steps = plan("redistribute", src, dst, group)
     ndim = x.dim()

@@ -11,6 +11,13 @@ catches them all, and also from the builtin that describes its kind:
 
 This module imports nothing heavy: the rule core's :class:`Violation` renders
 the messages of calls that the type rules reject.
+
+The classes define no ``__init__``: each is constructed from its message
+alone, and the extra attributes are set afterwards by the factory functions
+below.  ``torch.compile`` (Dynamo) cannot trace a custom exception
+constructor that calls ``super().__init__``; plain classes it traces, so
+under ``fullgraph=True`` the compile error quotes the message, and without
+``fullgraph`` eager fallback raises the error itself.
 """
 
 from __future__ import annotations
@@ -52,16 +59,14 @@ class CollectiveArgumentError(SpmdValueError):
     the intended type change and what each costs.
     """
 
-    violation: Violation | None
-
-    def __init__(self, message: str, violation: Violation | None = None) -> None:
-        super().__init__(message)
-        self.violation = violation
+    violation: Violation | None = None
 
     @classmethod
     def from_violation(cls, where: str, violation: Violation) -> CollectiveArgumentError:
         """The error for ``violation``, rendered as happening in ``where``."""
-        return cls(violation.render(where), violation)
+        error = cls(violation.render(where))
+        error.violation = violation
+        return error
 
 
 class ShapeError(SpmdValueError):
@@ -69,11 +74,19 @@ class ShapeError(SpmdValueError):
 
 
 class UnknownAxisError(SpmdValueError):
-    """An axis name the current mesh does not have, or an object that is not an axis."""
+    """An axis name the current mesh does not have, or an object that is not an axis.
 
-    def __init__(self, message: str, known: Iterable[str] = ()) -> None:
-        super().__init__(message)
-        self.known = tuple(known)
+    :attr:`known` lists the current mesh's axis names when a name was not found.
+    """
+
+    known: tuple[str, ...] = ()
+
+    @classmethod
+    def with_known(cls, message: str, known: Iterable[str]) -> UnknownAxisError:
+        """The error with :attr:`known` set to the axis names that do exist."""
+        error = cls(message)
+        error.known = tuple(known)
+        return error
 
 
 class NoCurrentMeshError(SpmdRuntimeError):

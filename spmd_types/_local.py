@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import torch
 
 from spmd_types._mesh import AxisLike, resolve_axis
-from spmd_types._prims import check_dim, plan, run, shard_sizes
+from spmd_types._prims import check_dim, check_tensor, plan, run, shard_sizes
 from spmd_types.typesystem.collectives import Endpoint
 from spmd_types.typesystem.local_types import Shard
 
@@ -68,6 +68,7 @@ def reinterpret(x: torch.Tensor, axis: AxisLike, *, src: Endpoint, dst: Endpoint
         src: the type on ``axis`` now: ``R``, ``I`` or ``V``.
         dst: the type wanted: ``R``, ``I``, ``V`` or ``P``.
     """
+    x = check_tensor("reinterpret", x)
     group = resolve_axis(axis)
     return run(plan("reinterpret", src, dst, group), x, group)
 
@@ -139,6 +140,7 @@ def convert(
         split_sizes: for a shard end only: every rank's chunk length along
             the shard dim, for uneven chunks.
     """
+    x = check_tensor("convert", x)
     group = resolve_axis(axis)
     steps = plan("convert", src, dst, group)
     ndim = x.dim()

@@ -40,6 +40,7 @@ __all__ = [
     "Group",
     "axis_index",
     "axis_size",
+    "communicate",
     "current_mesh",
     "per_rank",
     "resolve_axis",
@@ -155,6 +156,21 @@ def per_rank_int(group: Group, values: tuple[int, ...]) -> int | torch.SymInt:
     return torch.SymInt(_LocalIntNode(mine))  # type: ignore[no-untyped-call]
 
 
+_ops: Any = torch.ops._c10d_functional
+
+
+def communicate(op: Any, x: torch.Tensor, *args: Any) -> torch.Tensor:
+    """``op(x, *args)``, a ``torch.ops._c10d_functional`` collective, waited for.
+
+    Complex data travels as its real view (a trailing dim of 2 holding the
+    real and imaginary parts): sums and data movement act on the parts
+    independently, and gloo has no complex types.
+    """
+    if x.is_complex():
+        return torch.view_as_complex(_ops.wait_tensor(op(torch.view_as_real(x), *args)))
+    return _ops.wait_tensor(op(x, *args))  # type: ignore[no-any-return]
+
+
 # -- the current mesh --------------------------------------------------------------
 
 
@@ -211,7 +227,7 @@ def resolve_axis(axis: AxisLike) -> Group:
         group = _STACK[-1].groups.get(axis)
         if group is None:
             known = tuple(_STACK[-1].groups)
-            raise UnknownAxisError(
+            raise UnknownAxisError.with_known(
                 f"the current mesh has no axis {axis!r}; its axes are {', '.join(map(repr, known))}", known
             )
         return group

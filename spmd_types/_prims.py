@@ -42,19 +42,21 @@ side effects).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import torch
 import torch.nn.functional as F
 
+from spmd_types import _checks
+from spmd_types._checks import check_ranks_agree
 from spmd_types._errors import CollectiveArgumentError, ShapeError
-from spmd_types._mesh import Group, per_rank, per_rank_int, simulated
+from spmd_types._mesh import Group, communicate, per_rank, per_rank_int, simulated
 from spmd_types.typesystem.collectives import CALLS, Endpoint, Transition, check_call, primitive_transitions, route
 from spmd_types.typesystem.collectives import backward as backward_transition
 from spmd_types.typesystem.local_types import I, LocalType, P, R, Shard, V
 
-__all__ = ["PRIMS", "Prim", "check_dim", "permutation", "plan", "run", "shard_sizes"]
+__all__ = ["PRIMS", "Prim", "check_dim", "check_tensor", "permutation", "plan", "run", "shard_sizes"]
 
 Impl = Callable[[torch.Tensor, Group, int, int, Any], torch.Tensor]
 Key = tuple[str, str, str]
@@ -64,7 +66,6 @@ _all_reduce = _ops.all_reduce.default
 _all_gather = _ops.all_gather_into_tensor.default
 _reduce_scatter = _ops.reduce_scatter_tensor.default
 _all_to_all = _ops.all_to_all_single.default
-_wait = _ops.wait_tensor.default
 
 
 def _kind(t: Endpoint) -> str:
@@ -86,16 +87,30 @@ def shard_sizes(sizes: Sequence[int] | None, group: Group, call: str, endpoint: 
         return None
     if not isinstance(endpoint, Shard):
         raise CollectiveArgumentError(f"{call}: split_sizes= needs a shard S(i), not {endpoint.code}")
-    out = tuple(sizes)
+    out = tuple(sizes) if isinstance(sizes, Iterable) else (sizes,)
     if len(out) != group.size or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in out):
         raise CollectiveArgumentError(
             f"{call}: split_sizes must be {group.size} non-negative ints (one per rank of axis "
-            f"{group.label!r}), got {list(sizes)}"
+            f"{group.label!r}), got {sizes!r}"
         )
     return out
 
 
+def check_tensor(call: str, x: object) -> torch.Tensor:
+    """``x`` itself if it is a tensor, else a :class:`CollectiveArgumentError` naming ``call``."""
+    if not isinstance(x, torch.Tensor):
+        raise CollectiveArgumentError(
+            f"{call}: x must be a torch.Tensor, got {type(x).__name__}; convert it first, e.g. torch.as_tensor(x)"
+        )
+    return x
+
+
 def _need_axis_sized(x: torch.Tensor, dim: int, group: Group, why: str) -> None:
+    if dim >= x.dim():
+        raise ShapeError(
+            f"{why}: the input needs a dim {dim} with one entry per rank of axis {group.label!r} "
+            f"(size {group.size}), but got a {x.dim()}-dim tensor of shape {tuple(x.shape)}"
+        )
     if x.shape[dim] != group.size:
         raise ShapeError(
             f"{why}: dim {dim} of the input must have one entry per rank of axis {group.label!r} "
@@ -144,20 +159,20 @@ def _identity(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torc
 
 
 def _sum_all_reduce(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
-    return _wait(_all_reduce(x.contiguous(), "sum", group.name))  # type: ignore[no-any-return]
+    return communicate(_all_reduce, x.contiguous(), "sum", group.name)
 
 
 def _gather_stack(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
-    stacked = _wait(_all_gather(x.unsqueeze(0).contiguous(), group.size, group.name))
-    return stacked if a == 0 else stacked.movedim(0, a).contiguous()  # type: ignore[no-any-return]
+    stacked = communicate(_all_gather, x.unsqueeze(0).contiguous(), group.size, group.name)
+    return stacked if a == 0 else stacked.movedim(0, a).contiguous()
 
 
 def _gather_cat(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
     if sizes is None:
         if a == 0:  # the collective concatenates along dim 0 already
-            return _wait(_all_gather(x.contiguous(), group.size, group.name))  # type: ignore[no-any-return]
-        stacked = _wait(_all_gather(x.unsqueeze(0).contiguous(), group.size, group.name))
-        return stacked.movedim(0, a).flatten(a, a + 1)  # type: ignore[no-any-return]
+            return communicate(_all_gather, x.contiguous(), group.size, group.name)
+        stacked = communicate(_all_gather, x.unsqueeze(0).contiguous(), group.size, group.name)
+        return stacked.movedim(0, a).flatten(a, a + 1)
     # Uneven: every rank pads its shard to the largest, gathers, and trims.
     longest = max(sizes)
 
@@ -170,27 +185,27 @@ def _gather_cat(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int,
         return _pad_dim(t, a, 0, longest - sizes[me])
 
     padded = per_rank(x, group, pad) if any(s != longest for s in sizes) else x
-    stacked = _wait(_all_gather(padded.unsqueeze(0).contiguous(), group.size, group.name))
+    stacked = communicate(_all_gather, padded.unsqueeze(0).contiguous(), group.size, group.name)
     return torch.cat([stacked[k].narrow(a, 0, sizes[k]) for k in range(group.size)], dim=a)
 
 
 def _scatter_unbind(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
     _need_axis_sized(x, b, group, "reduce_scatter to V")
     rows = x.movedim(b, 0).contiguous()
-    return _wait(_reduce_scatter(rows, "sum", group.size, group.name)).squeeze(0)  # type: ignore[no-any-return]
+    return communicate(_reduce_scatter, rows, "sum", group.size, group.name).squeeze(0)
 
 
 def _scatter_chunk(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
     if sizes is None:
         chunk = _need_divisible(x, b, group, "reduce_scatter")
         if b == 0:  # the collective scatters dim 0 already
-            return _wait(_reduce_scatter(x.contiguous(), "sum", group.size, group.name))  # type: ignore[no-any-return]
+            return communicate(_reduce_scatter, x.contiguous(), "sum", group.size, group.name)
         rows = torch.unflatten(x, b, (group.size, chunk)).movedim(b, 0).contiguous()
-        return _wait(_reduce_scatter(rows, "sum", group.size, group.name)).squeeze(0)  # type: ignore[no-any-return]
+        return communicate(_reduce_scatter, rows, "sum", group.size, group.name).squeeze(0)
     _need_sizes(sizes, x.shape[b], b, "reduce_scatter")
     longest = max(sizes)
     pieces = [_pad_dim(p, b, 0, longest - p.shape[b]) for p in x.split_with_sizes(list(sizes), dim=b)]
-    mine = _wait(_reduce_scatter(torch.stack(pieces).contiguous(), "sum", group.size, group.name)).squeeze(0)
+    mine = communicate(_reduce_scatter, torch.stack(pieces).contiguous(), "sum", group.size, group.name).squeeze(0)
     return per_rank(mine, group, lambda t, me: t.narrow(b, 0, sizes[me]).contiguous())
 
 
@@ -237,7 +252,7 @@ def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
         n = group.size
         if src_kind == "S" and dst_kind == "S" and a == 0 and b == 0:  # all_to_all_single as is
             chunk = _need_divisible(x, 0, group, "all_to_all to S", uneven=False)
-            return _wait(_all_to_all(x.contiguous(), [chunk] * n, [chunk] * n, group.name))  # type: ignore[no-any-return]
+            return communicate(_all_to_all, x.contiguous(), [chunk] * n, [chunk] * n, group.name)
         if dst_kind == "V":
             _need_axis_sized(x, b, group, "all_to_all to V")
             by_dest = x.movedim(b, 0)
@@ -248,10 +263,10 @@ def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
             by_dest = torch.unflatten(x, split, (n, chunk)).movedim(split, 0)
             cat_dim = a
         by_dest = by_dest.contiguous()
-        by_src = _wait(_all_to_all(by_dest, [1] * n, [1] * n, group.name))
+        by_src = communicate(_all_to_all, by_dest, [1] * n, [1] * n, group.name)
         if src_kind == "V":
-            return by_src if a == 0 else by_src.movedim(0, a).contiguous()  # type: ignore[no-any-return]
-        return by_src.movedim(0, cat_dim).flatten(cat_dim, cat_dim + 1)  # type: ignore[no-any-return]
+            return by_src if a == 0 else by_src.movedim(0, a).contiguous()
+        return by_src.movedim(0, cat_dim).flatten(cat_dim, cat_dim + 1)
 
     return impl
 
@@ -269,9 +284,9 @@ def _permute(x: torch.Tensor, group: Group, a: int, b: int, perm: Permutation) -
     else:
         out_rows = [per_rank_int(group, column) for column in gets]
         in_rows = [per_rank_int(group, column) for column in sends]
-    moved = _wait(_all_to_all(flat, out_rows, in_rows, group.name)).reshape(x.shape)
+    moved = communicate(_all_to_all, flat, out_rows, in_rows, group.name).reshape(x.shape)
     if all(receives):
-        return moved  # type: ignore[no-any-return]
+        return moved
     return per_rank(moved, group, lambda t, me: t if receives[me] else torch.zeros_like(t))
 
 
@@ -403,6 +418,16 @@ def _elidable(t: Transition) -> bool:
     return t.effect == "no-op" and backward_transition(t).effect == "no-op"
 
 
+# -- the cross-rank check (with runtime checks on) ------------------------------------
+
+_COMMUNICATING: Final = frozenset(("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "ppermute"))
+
+
+def _describe(key: Key, a: int, b: int) -> str:
+    call, src, dst = key
+    return f"{call}({f'S({a})' if src == 'S' else src} -> {f'S({b})' if dst == 'S' else dst})"
+
+
 # -- the autograd Function ---------------------------------------------------------
 
 
@@ -414,6 +439,10 @@ class _Step(torch.autograd.Function):
         ctx: Any, x: torch.Tensor, prim: Prim, group: Group, a: int, b: int, extra: Any, extra_back: Any
     ) -> torch.Tensor:
         ctx.saved = (prim, group, a, b, extra, extra_back)
+        if prim.key[0] in _COMMUNICATING and _checks.runtime_checks_enabled():
+            # An uneven gather's shards may differ in length along the shard dim (split_sizes checks it).
+            uneven = prim.key[:2] == ("all_gather", "S") and extra is not None
+            check_ranks_agree(x, group, _describe(prim.key, a, b), extra, a if uneven else None)
         return prim.forward(x, group, a, b, extra)
 
     @staticmethod

@@ -80,3 +80,72 @@ def _uneven_and_stats(rank: int, world: int, mesh: Any) -> None:
 
 def test_uneven_and_max_on_gloo(gloo) -> None:
     gloo(2, _uneven_and_stats)
+
+
+def _complex_calls(rank: int, world: int, mesh: Any) -> None:
+    from spmd_types import P, R, S, V
+
+    def data(r: int) -> torch.Tensor:
+        return torch.complex(torch.arange(16.0) + r, -torch.arange(16.0) * (r + 1)).reshape(4, 4)
+
+    with spmd.set_current_mesh(mesh):
+        n = spmd.axis_size("tp")
+        x = data(rank)
+        everyone = [data(r) for r in range(world)]  # "tp" spans the whole world on 2 ranks
+        assert n == world
+        torch.testing.assert_close(spmd.all_reduce(x, "tp", src=V, dst=R), sum(everyone), rtol=0, atol=0)
+        torch.testing.assert_close(spmd.all_gather(x, "tp", src=S(0), dst=R), torch.cat(everyone), rtol=0, atol=0)
+        torch.testing.assert_close(
+            spmd.reduce_scatter(x, "tp", src=P, dst=S(0)), sum(everyone).chunk(n)[rank], rtol=0, atol=0
+        )
+        torch.testing.assert_close(
+            spmd.all_to_all(x, "tp", src=S(0), dst=S(1)),
+            torch.cat([e.chunk(n, dim=1)[rank] for e in everyone]),
+            rtol=0,
+            atol=0,
+        )
+        ring = spmd.ppermute(x, "tp", [(k, (k + 1) % n) for k in range(n)])
+        torch.testing.assert_close(ring, everyone[(rank - 1) % n], rtol=0, atol=0)
+
+
+def test_complex_on_gloo(gloo) -> None:
+    gloo(2, _complex_calls)
+
+
+def _disagreeing_ranks(rank: int, world: int, mesh: Any, case: str) -> str:
+    from spmd_types import R, S, V
+
+    spmd.set_runtime_checks(True)
+    try:
+        with spmd.set_current_mesh(mesh):
+            if case == "shape":
+                spmd.all_gather(torch.ones(2 + rank, 3), "tp", src=V, dst=R)
+            elif case == "dtype":
+                spmd.all_reduce(torch.ones(4, dtype=torch.float64 if rank else torch.float32), "tp", src=V, dst=R)
+            elif case == "call":
+                spmd.all_gather(torch.ones(4, 2), "tp", src=S(0) if rank == 0 else V, dst=R)
+            elif case == "sizes":  # each rank's shard fits its own split_sizes, but they differ
+                spmd.all_gather(torch.ones(2, 3), "tp", src=S(0), dst=R, split_sizes=[2, 3] if rank == 0 else [3, 2])
+    except spmd.SpmdError as e:
+        return f"{type(e).__name__}: {e}"
+    finally:
+        spmd.set_runtime_checks(False)
+    return "no error"
+
+
+@pytest.mark.parametrize(
+    "case, error, pattern",
+    [
+        ("shape", "ShapeError", r"all_gather\(V -> R\) on axis 'tp': .*rank 0 has float32\[2, 3\]; rank 1 has float32\[3, 3\]"),
+        ("dtype", "ShapeError", r"all_reduce\(P -> R\) .*rank 0 has float32\[4\]; rank 1 has float64\[4\]"),
+        ("call", "CollectiveArgumentError", r"all_gather\((S\(0\)|V) -> R\) on axis 'tp': this rank runs .*rank\(s\) \d run a different"),
+        ("sizes", "CollectiveArgumentError", r"all_gather\(S\(0\) -> R\) .*split_sizes or permutation \((2, 3|3, 2)\)"),
+    ],
+)
+def test_ranks_that_disagree_raise_instead_of_aborting(gloo, case, error, pattern) -> None:
+    """With runtime checks on, a mismatch that kills a gloo rank (SIGABRT) or computes garbage is an error on every rank."""
+    import re
+
+    messages = gloo(2, _disagreeing_ranks, case)
+    for message in messages:
+        assert message.startswith(error + ":") and re.search(pattern, message), messages

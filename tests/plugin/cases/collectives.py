@@ -76,6 +76,16 @@ def dynamic_markers(p: Annotated[Tensor, P["tp"], R["dp"]], dst: spmd.LocalType)
     e = spmd.assert_type(p, R["tp"])  # E: [spmd-boundary] assert_type on axis 'tp': expected R, got P
 
 
+
+def shard_markers_in_expressions(x: Tensor, r: Annotated[Tensor, R["tp"]], s: Annotated[Tensor, S["tp", 0]]) -> None:
+    # S["tp", 0] in an expression is a marker, not a type application (as documented)
+    reveal_type(spmd.assert_type(x, S["tp", 0]))  # N: SpmdTensor[Literal['tp:V']]
+    reveal_type(spmd.assert_type(x, S["tp", -1], R["dp"]))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:V']]
+    a = spmd.assert_type(s, S["tp", 0])  # OK
+    b = spmd.assert_type(r, S["tp", 0])  # E: [spmd-boundary] assert_type on axis 'tp': expected S(0), got R
+    c = all_gather(x, "tp", src=S(0), dst=R)  # OK
+
+
 # A collective whose result is declared another type: the fix is at the call, not a second cast after it.
 def retarget_reduced(x: Annotated[Tensor, P["tp"], R["dp"]]) -> Annotated[Tensor, I["tp"], R["dp"]]:
     return all_reduce(x, "tp", dst=R)  # E: [spmd-boundary] return value on axis 'tp': expected I, got R; fix: all_reduce(x, "tp", src=P, dst=I) (all-reduce forward, no-op in backward)

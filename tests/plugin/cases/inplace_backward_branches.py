@@ -41,6 +41,21 @@ def branches(p: Annotated[Tensor, P["tp"]], flag: bool) -> Annotated[Tensor, R["
     return h  # E: [return-value] Incompatible return value type
 
 
+def branches_on_every_side(r: Annotated[Tensor, R["tp"]], p: Annotated[Tensor, P["tp"]], flag: bool) -> None:
+    # mypy checks an operator or a method on a union one member at a time (and tries
+    # r.__radd__ first when the right operand is a tensor subclass): each place is reported.
+    if flag:
+        h = r
+    else:
+        h = p
+    a = h + r  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
+    b = r + h  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
+    c = h + h  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
+    d = h.sum()  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
+    e = h.relu()  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
+    f = r * 2 + r  # OK
+
+
 def declared_branches(p: Annotated[Tensor, P["tp"]], flag: bool) -> Annotated[Tensor, R["tp"]]:
     h: Annotated[Tensor, R["tp"]] = all_reduce(p, "tp", dst=R)
     if flag:
