@@ -150,3 +150,22 @@ def test_a_callable_that_gains_an_spmd_signature_through_another_module(tmp_path
     before = {p: t.replace("{alias}", "Tensor") for p, t in ALIAS_CYCLE.items()}
     after = {p: t.replace("{alias}", 'Spmd[Tensor, "tp:R"]') for p, t in ALIAS_CYCLE.items()}
     _check_modes(tmp_path, after, before, ["cycle"])  # cold "before" must have errors: start annotated
+
+
+def test_the_missing_stubs_error_survives_daemon_edits(tmp_path: Path) -> None:
+    """Without the stubs on mypy_path, each module is told once; the daemon used to forget it after an edit."""
+    config = tmp_path / "daemon.ini"
+    config.write_text(re.sub(r"(?m)^mypy_path = .*\n", "", config_text(skip_torch_internals=False)))
+    source = ("from typing import Annotated\nfrom torch import Tensor\nfrom spmd_types import R\n\n"
+              "def f(x: Annotated[Tensor, R['tp']]) -> None: ...\n")
+    _write(tmp_path, {"stubless/__init__.py": "", "stubless/m.py": source})
+    cold = _mypy(tmp_path, config, "cold-cache", ["stubless"])
+    assert [d[2] for d in cold] == ["spmd-annotation"], cold
+    daemon = _Daemon(tmp_path, config, ["stubless"])
+    try:
+        for step in range(1, 4):
+            _write(tmp_path, {"stubless/m.py": source + f"y = {step}\n"}, later_by=2 * step)
+            got = daemon.check()
+            assert got == cold, f"daemon, step {step}" + _differences(cold, got)
+    finally:
+        daemon.stop()
