@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from mypy.nodes import MypyFile
 from mypy.plugin import AnalyzeTypeContext
 from mypy.types import (
     AnyType,
@@ -29,7 +30,7 @@ from mypy.types import (
     get_proper_type,
 )
 
-from spmd_mypy.compat import analyze_base, analyzed_module, lookup_type_name
+from spmd_mypy.compat import analyze_base, analyzed_file, analyzed_module, lookup_type_name
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import PARAMETER_CLASS, PROCESS_GROUP_CLASS, TENSOR_CLASS, Encoder
 from spmd_mypy.error_codes import ANNOTATION, CODES
@@ -37,7 +38,7 @@ from spmd_types.typesystem import AnnotationError, Code, SpmdType, spmd_type_fro
 from spmd_types.typesystem.annotations import Axis, AxisTypes, axis_types_marker, markers_from_text, shard_marker
 from spmd_types.typesystem.local_types import I, LocalType, P, R, V
 
-__all__ = ["ANNOTATED_NAMES", "SPMD_ALIAS", "analyze"]
+__all__ = ["ANNOTATED_NAMES", "SPMD_ALIAS", "StubsWarned", "analyze"]
 
 ANNOTATED_NAMES: Final = ("typing.Annotated", "typing_extensions.Annotated")
 SPMD_ALIAS: Final = "spmd_types.typesystem.annotations.Spmd"
@@ -57,16 +58,20 @@ _AXIS_NAMES: Final = frozenset({"spmd_types.Axis", "spmd_types.typesystem.Axis",
                                 "spmd_types.typesystem.annotations.Axis"})
 
 
+StubsWarned = dict[str, tuple[MypyFile | None, int, int]]
+"""Per module: the parsed file and the position of the annotation told that the stubs are missing."""
+
+
 class _Bad(Exception):
     """A malformed annotation; the message is for the user."""
 
 
 def analyze(
-    ctx: AnalyzeTypeContext, encoder: Encoder, options: PluginOptions, is_alias_form: bool, warned: set[str]
+    ctx: AnalyzeTypeContext, encoder: Encoder, options: PluginOptions, is_alias_form: bool, warned: StubsWarned
 ) -> Type:
     """The type an ``Annotated[...]`` or ``Spmd[...]`` annotation stands for.
 
-    ``warned`` holds the modules already told that the stubs are missing (one
+    ``warned`` records, per module, the annotation told that the stubs are missing (one
     error per module, not one per annotation).
     """
     args = ctx.type.args
@@ -200,13 +205,25 @@ def _axis_group(ctx: AnalyzeTypeContext, base: Type, axis: str, encoder: Encoder
     return encoder.axis_group(axis)
 
 
-def _stubs_missing(ctx: AnalyzeTypeContext, encoder: Encoder, warned: set[str]) -> None:
+def _stubs_missing(ctx: AnalyzeTypeContext, encoder: Encoder, warned: StubsWarned) -> None:
+    """Tell a module, at one annotation, that its SPMD annotations are not checked.
+
+    The annotation told is the first one analyzed in the parsed module, and it
+    is told again each time it is analyzed again: the daemon re-analyzes a
+    module after an edit, or one function of it, and drops that target's
+    errors first, so that remembering only the module would lose the error.
+    """
     source = encoder.runtime_source()
+    if source is None:
+        return  # spmd_types is not loaded at all: mypy reports the import
     module = analyzed_module(ctx.api)
-    if source is None or module in warned:
-        return  # spmd_types is not loaded at all (mypy reports the import), or this module was told
     if module is not None:
-        warned.add(module)
+        here = (analyzed_file(ctx.api), ctx.context.line, ctx.context.column)
+        told = warned.get(module)
+        if told is None or told[0] is not here[0]:
+            warned[module] = told = here
+        if told[1:] != here[1:]:
+            return
     _fail(ctx, f"SPMD annotations are not checked: mypy reads spmd_types from its source ({source}), "
                "not from its stubs; install spmd-typecheck with pip, or add the checkout's stubs/ "
                "directory to mypy_path (spmd-check does this for you)", Code.ANNOTATION)

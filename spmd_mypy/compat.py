@@ -36,6 +36,7 @@ from mypy.types import ExtraAttrs, FunctionLike, Instance, LiteralType, Type
 
 __all__ = [
     "analyze_base",
+    "analyzed_file",
     "analyzed_module",
     "bind_method",
     "checked_file",
@@ -104,6 +105,12 @@ def analyzed_module(api: TypeAnalyzerPluginInterface) -> str | None:
     """The name of the module whose annotations are being analyzed, if mypy says."""
     name = getattr(getattr(api, "api", None), "cur_mod_id", None)
     return name if isinstance(name, str) else None
+
+
+def analyzed_file(api: TypeAnalyzerPluginInterface) -> MypyFile | None:
+    """The parsed module whose annotations are being analyzed, if mypy says."""
+    tree = getattr(getattr(api, "api", None), "cur_mod_node", None)
+    return tree if isinstance(tree, MypyFile) else None
 
 
 def checked_file(api: CheckerPluginInterface) -> MypyFile | None:

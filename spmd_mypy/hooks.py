@@ -11,9 +11,10 @@ for a hook, which a run whose every module is cached never does.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Final, TypeVar
 
-from mypy.nodes import Context, MypyFile, TypeInfo
+from mypy.nodes import Context, Decorator, FuncDef, MypyFile, TypeInfo
 from mypy.plugin import (
     AnalyzeTypeContext,
     AttributeContext,
@@ -49,8 +50,9 @@ class Hooks:
         self._options = options
         self._session = Session(options, Reporter(options.debug), modules)
         # mypy asks for hooks at every call site; whether a callable has an SPMD
-        # signature is answered once per name, until a module is (re)parsed.
-        self._callables: dict[tuple[str, str], CallableType | None] = {}
+        # signature is answered once per name, and asked again when the answer's
+        # sources were replaced (see _Answer) or a module was (re)parsed.
+        self._callables: dict[tuple[str, str], _Answer] = {}
 
     def set_modules(self, modules: dict[str, MypyFile]) -> None:
         self._session.modules = modules
@@ -138,12 +140,11 @@ class Hooks:
         """The signature of function ``fullname`` if it has SPMD-typed parameters or result."""
         return self._remembered(("", fullname), lambda: self._lookup_declared(fullname))
 
-    def _lookup_declared(self, fullname: str) -> CallableType | None:
+    def _lookup_declared(self, fullname: str) -> _Answer:
         if self._session.modules is None or "." not in fullname:
-            return None
+            return _UNKNOWN
         symbol = self._plugin.lookup_fully_qualified(fullname)
-        signature = boundaries.signature_of(symbol.node) if symbol is not None else None
-        return signature if signature is not None and _has_spmd_signature(signature) else None
+        return _Answer.of(None, symbol.node if symbol is not None else None)
 
     def _method_signature(self, owner: str, method: str) -> CallableType | None:
         """The declared signature behind ``owner.method``, if it has SPMD-typed parameters or result.
@@ -153,35 +154,32 @@ class Hooks:
         """
         return self._remembered((owner, method), lambda: self._lookup_method(owner, method))
 
-    def _remembered(self, key: tuple[str, str], lookup: Callable[[], CallableType | None]) -> CallableType | None:
-        if key in self._callables:
-            return self._callables[key]
+    def _remembered(self, key: tuple[str, str], lookup: Callable[[], _Answer]) -> CallableType | None:
+        known = self._callables.get(key)
+        if known is not None and known.is_current():
+            return known.signature
         try:
             found = lookup()
         except Exception:
-            found = None  # a lookup that fails means: not a callable with an SPMD signature
+            found = _UNKNOWN  # a lookup that fails means: not a callable with an SPMD signature
         if self._session.modules is not None:  # before mypy hands over the modules, nothing is known yet
             self._callables[key] = found
-        return found
+        return found.signature
 
-    def _lookup_method(self, owner: str, method: str) -> CallableType | None:
+    def _lookup_method(self, owner: str, method: str) -> _Answer:
         if self._session.modules is None or not owner:
-            return None
+            return _UNKNOWN
         symbol = self._plugin.lookup_fully_qualified(owner)
         info = symbol.node if symbol is not None else None
         if not isinstance(info, TypeInfo):
-            return None
+            return _UNKNOWN
         if (method == "__call__" and info.has_base(boundaries.MODULE)) or (
             method == "apply" and info.has_base(boundaries.AUTOGRAD_FUNCTION)
         ):
             # A forward generic in its tensors (``def forward(self, x: T) -> T``) is typed too: mypy
             # binds T at each call, so a norm or dropout module keeps its input's SPMD type.
-            signature = boundaries.forward_signature(info)
-            if signature is not None and (_has_spmd_signature(signature) or _generic_in_tensors(signature)):
-                return signature
-            return None
-        signature = boundaries.signature_of(info.get_method(method))
-        return signature if signature is not None and _has_spmd_signature(signature) else None
+            return _Answer.of(info, info.get_method("forward"), generic_in_tensors=True)
+        return _Answer.of(info, info.get_method(method))
 
     def _relax(self, ctx: FunctionSigContext) -> FunctionLike:
         self._remember(ctx.context, ctx.default_signature)
@@ -228,6 +226,42 @@ class Hooks:
 
 
 _RECEIVERS_BY_NAME: Final = {name.rpartition(".")[2]: name for name in ops.TENSOR_RECEIVERS}
+
+
+@dataclass(frozen=True)
+class _Answer:
+    """Whether a callable has an SPMD signature, and what that answer was read from.
+
+    The mypy daemon re-analyzes a function whose annotations depend on a changed
+    module (an alias, a base class) without re-parsing the function's own
+    module: the node stays, its signature and its class's MRO are replaced.  An
+    answer is current while the objects it was read from are still in place, so
+    that it never outlives them, whatever order mypy checks modules in.
+    """
+
+    class_mro: list[TypeInfo] | None  # the MRO of the class the method was resolved in
+    info: TypeInfo | None
+    node: object  # the function, method or variable the signature was read from
+    read: CallableType | None  # its signature when read
+    signature: CallableType | None  # ``read`` when it has SPMD types
+
+    @staticmethod
+    def of(info: TypeInfo | None, node: object, *, generic_in_tensors: bool = False) -> _Answer:
+        """The answer for ``node``; ``generic_in_tensors`` also admits a signature generic in its tensors."""
+        read = boundaries.signature_of(node)
+        if info is not None and not isinstance(node, (FuncDef, Decorator)):
+            read = None  # a method that is not a plain function (overloaded, a property...)
+        typed = read is not None and (_has_spmd_signature(read) or (generic_in_tensors and _generic_in_tensors(read)))
+        spmd = read if typed else None
+        return _Answer(info.mro if info is not None else None, info, node, read, spmd)
+
+    def is_current(self) -> bool:
+        if self.info is not None and self.info.mro is not self.class_mro:
+            return False
+        return self.node is None or boundaries.signature_of(self.node) is self.read
+
+
+_UNKNOWN: Final = _Answer(None, None, None, None, None)
 
 
 def _default_return(ctx: FunctionContext | MethodContext) -> Type:

@@ -9,6 +9,7 @@ from mypy.nodes import Context, Expression, Import, ImportAll, ImportFrom, MypyF
 from mypy.plugin import CheckerPluginInterface
 from mypy.types import CallableType
 
+from spmd_mypy.annotations import StubsWarned
 from spmd_mypy.compat import checked_file, inferred_assignments
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import Encoder
@@ -26,14 +27,14 @@ class Session:
     have one, so it stays inert on plain code.  ``relaxed`` remembers, per call expression, the declared signature whose
     SPMD parameters a signature hook relaxed, for the return hook to check
     exactly; ``None`` marks an overloaded callee, which is not checked.
-    ``stubs_warned`` names the modules told that the ``spmd_types`` stubs are missing.
+    ``stubs_warned`` records, per module, the annotation told that the ``spmd_types`` stubs are missing.
     """
 
     options: PluginOptions
     reporter: Reporter
     modules: dict[str, MypyFile] | None = None
     relaxed: dict[Context, CallableType | None] = field(default_factory=dict)
-    stubs_warned: set[str] = field(default_factory=set)
+    stubs_warned: StubsWarned = field(default_factory=dict)
 
     def encoder(self, api: CheckerPluginInterface) -> Encoder:
         rebindable = not api.options.allow_redefinition
