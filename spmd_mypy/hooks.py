@@ -91,7 +91,7 @@ class Hooks:
         return None
 
     def function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
-        if ops.public_function_name(fullname) is not None:
+        if ops.public_function_name(fullname) is not None or fullname.startswith(ops.DISTRIBUTED):
             session = self._session
             return self._guard(lambda ctx: ops.widen_tensor_lists(session, ctx), lambda ctx: ctx.default_signature)
         if self._declared_signature(fullname) is None:

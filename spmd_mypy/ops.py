@@ -96,12 +96,19 @@ def public_function_name(fullname: str) -> str | None:
     return None
 
 
+DISTRIBUTED: Final = "torch.distributed."
+"""torch.distributed's functions, whose tensor lists are widened too (``dist.gather(x, bufs)``)."""
+
+
 def widen_tensor_lists(session: Session, ctx: FunctionSigContext) -> FunctionLike:
     """A torch function's signature with its ``list[Tensor]`` parameters taking ``Sequence[Tensor]``.
 
     ``list`` is invariant, so a list built from SPMD-typed tensors
-    (``outs.append(h)``, then ``torch.cat(outs)``) is not a ``list[Tensor]``
-    to mypy; torch only reads these lists.
+    (``outs.append(h)``, then ``torch.cat(outs)``), or from constants such as
+    ``torch.zeros(4)`` in a module that uses SPMD types, is not a
+    ``list[Tensor]`` to mypy.  Torch's ops only read these lists; the
+    collectives of ``torch.distributed`` also write tensors into some of them,
+    which the widened type does not change either.
     """
     signature = ctx.default_signature
     if not session.uses_spmd(ctx.api):

@@ -21,3 +21,13 @@ def fresh_into_declarations(n: int) -> Annotated[Tensor, V["tp"]]:
     w: Annotated[Tensor, R["tp"]] = torch.randn(n)  # OK
     p: Annotated[nn.Parameter, V["tp"]] = nn.Parameter(torch.empty(n))  # OK
     return torch.empty(n)  # OK
+
+
+def constant_buffers_for_torch_distributed(x: Tensor) -> None:
+    import torch.distributed as dist
+
+    # Constants are SPMD-typed (weak) here; torch's list parameters take them all the same.
+    bufs = [torch.zeros(4)]
+    dist.gather(x, bufs)  # OK
+    dist.all_gather(bufs, x)  # OK
+    torch.cat([torch.zeros(4), torch.ones(4)])  # OK
