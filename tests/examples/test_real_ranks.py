@@ -12,17 +12,13 @@ its ``WRONG`` says, and the real-process layout inverts on a 2-D mesh.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
-import traceback
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
 
 import pytest
 
@@ -34,6 +30,7 @@ from examples.comparison import ModuleExample  # noqa: E402
 from examples.real_ranks import mesh_sizes, real_mesh  # noqa: E402
 from spmd_types import I, P, R, S, V  # noqa: E402
 from spmd_types.typesystem import SpmdType  # noqa: E402
+from tests.forked_gloo import run_forked  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not dist.is_gloo_available(), reason="this torch has no gloo backend")
 
@@ -68,59 +65,15 @@ def test_tp_mlp_under_torchrun() -> None:
     assert done.returncode == 0, output
     reports = _reports(done.stdout)
     assert sorted(reports) == [0, 1], output
-    for rank, lines in reports.items():
+    for lines in reports.values():
         assert "(tp=2, gloo)" in lines[0], output
         compared = [line for line in lines if line.startswith("  grad ") or line.startswith("  output ")]
         assert len(compared) == 6 and all(" matches " in line for line in compared), output
         assert lines[-1] == "  => matches the single-device reference", output
 
 
-# -- forked gloo processes --------------------------------------------------------------
-
-
-def _worker(rank: int, world: int, store: str, fn: Callable[[], Any], queue: Any) -> None:
-    try:
-        # One thread, as torchrun gives each worker: an OpenMP thread pool that the parent
-        # used before the fork hangs in the child (softmax of a simulated run, then here).
-        torch.set_num_threads(1)
-        if dist.is_initialized():  # a fake world of this process's parent, inherited through fork
-            dist.destroy_process_group()
-        dist.init_process_group("gloo", store=dist.FileStore(store, world), rank=rank, world_size=world)
-        try:
-            queue.put((rank, None, fn()))
-        finally:
-            dist.destroy_process_group()
-    except BaseException:
-        queue.put((rank, traceback.format_exc(), None))
-
-
-def on_gloo(world: int, fn: Callable[[], Any], timeout: float = 120.0) -> list[Any]:
-    """``fn()`` on ``world`` forked processes that share a gloo process group; the results by rank."""
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    with tempfile.TemporaryDirectory() as tmp:
-        procs = [ctx.Process(target=_worker, args=(r, world, os.path.join(tmp, "store"), fn, queue)) for r in range(world)]
-        for proc in procs:
-            proc.start()
-        results: dict[int, Any] = {}
-        errors = []
-        try:
-            for _ in procs:
-                rank, error, result = queue.get(timeout=timeout)
-                if error is not None:
-                    errors.append(f"--- rank {rank} ---\n{error}")
-                results[rank] = result
-        finally:
-            for proc in procs:
-                proc.join(timeout=5)
-                if proc.is_alive():
-                    proc.kill()
-    assert not errors, "\n".join(errors)
-    return [results[rank] for rank in range(world)]
-
-
-def _verdict(module: ModuleType) -> Callable[[], tuple[list[str], str]]:
-    def run() -> tuple[list[str], str]:
+def _verdict(module: ModuleType) -> Callable[[int, int], tuple[list[str], str]]:
+    def run(rank: int, world: int) -> tuple[list[str], str]:
         comparison = module.EXAMPLE.run_on_real_ranks()
         return [outcome.name for outcome in comparison.mismatches], str(comparison)
 
@@ -130,7 +83,7 @@ def _verdict(module: ModuleType) -> Callable[[], tuple[list[str], str]]:
 @pytest.mark.parametrize("module", MODULE_EXAMPLES, ids=lambda m: m.__name__.removeprefix("examples."))
 def test_correct_example_matches_on_real_ranks(module: ModuleType) -> None:
     """On 2 real processes: the examples' one-axis meshes take as many ranks as there are processes."""
-    for wrong, report in on_gloo(2, _verdict(module)):
+    for wrong, report in run_forked(2, _verdict(module)):
         assert not wrong, report
         assert "processes" in report.splitlines()[0], report
 
@@ -138,7 +91,7 @@ def test_correct_example_matches_on_real_ranks(module: ModuleType) -> None:
 @pytest.mark.parametrize("module", MODULE_TWINS, ids=lambda m: m.__name__.removeprefix("examples.bugs."))
 def test_buggy_twin_is_wrong_on_real_ranks(module: ModuleType) -> None:
     """On 4 real processes, as on 4 simulated ranks, a twin gets wrong exactly what it says."""
-    for wrong, report in on_gloo(4, _verdict(module)):
+    for wrong, report in run_forked(4, _verdict(module)):
         assert sorted(wrong) == sorted(module.WRONG), report
 
 
@@ -151,7 +104,7 @@ LAYOUTS = [
 ]
 
 
-def _round_trips() -> list[bool]:
+def _round_trips(rank: int, world: int) -> list[bool]:
     oks = []
     with real_mesh({"dp": 2, "tp": 2}) as ranks:
         for layout in LAYOUTS:
@@ -165,7 +118,7 @@ def _round_trips() -> list[bool]:
 
 
 def test_collect_inverts_distribute_on_a_2d_mesh() -> None:
-    assert on_gloo(4, _round_trips) == [[True] * len(LAYOUTS)] * 4
+    assert run_forked(4, _round_trips) == [[True] * len(LAYOUTS)] * 4
 
 
 def test_mesh_sizes() -> None:

@@ -11,11 +11,8 @@
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
-import tempfile
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +22,8 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh  # noqa: E402
+
+from tests.forked_gloo import run_forked  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 
@@ -77,45 +76,14 @@ def sim8() -> Sim:
 # -- real processes -------------------------------------------------------------------
 
 
-def _worker(rank: int, world: int, store_path: str, fn: Callable[..., Any], args: tuple[Any, ...], queue: Any) -> None:
-    try:
-        if dist.is_initialized():  # the parent's fake world, inherited through fork
-            dist.destroy_process_group()
-        dist.init_process_group("gloo", store=dist.FileStore(store_path, world), rank=rank, world_size=world)
-        mesh = init_device_mesh("cpu", MESH_SHAPES[world], mesh_dim_names=("dp", "tp"))
-        result = fn(rank, world, mesh, *args)
-        dist.barrier()
-        dist.destroy_process_group()
-        queue.put((rank, None, result))
-    except BaseException:  # report everything, including assertion failures
-        queue.put((rank, traceback.format_exc(), None))
-
-
 def run_gloo(world: int, fn: Callable[..., Any], *args: Any, timeout: float = 120.0) -> list[Any]:
     """Run ``fn(rank, world, mesh, *args)`` on ``world`` forked gloo processes; results by rank."""
-    ctx = multiprocessing.get_context("fork")
-    queue = ctx.Queue()
-    with tempfile.TemporaryDirectory() as tmp:
-        store = os.path.join(tmp, "store")
-        procs = [ctx.Process(target=_worker, args=(r, world, store, fn, args, queue)) for r in range(world)]
-        for p in procs:
-            p.start()
-        results: dict[int, Any] = {}
-        errors: list[str] = []
-        try:
-            for _ in procs:
-                rank, error, result = queue.get(timeout=timeout)
-                if error is not None:
-                    errors.append(f"--- rank {rank} ---\n{error}")
-                results[rank] = result
-        finally:
-            for p in procs:
-                p.join(timeout=5)
-                if p.is_alive():
-                    p.kill()
-    if errors:
-        pytest.fail("gloo worker failed:\n" + "\n".join(errors), pytrace=False)
-    return [results[r] for r in range(world)]
+
+    def on_rank(rank: int, world: int) -> Any:
+        mesh = init_device_mesh("cpu", MESH_SHAPES[world], mesh_dim_names=("dp", "tp"))
+        return fn(rank, world, mesh, *args)
+
+    return run_forked(world, on_rank, timeout)
 
 
 @pytest.fixture
