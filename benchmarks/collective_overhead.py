@@ -280,7 +280,8 @@ def main() -> None:
     parser.add_argument("--bar", type=float, default=15.0, help="overhead bar in microseconds per call")
     parser.add_argument("--quick", action="store_true", help="5 rounds, 50 small calls, 64K-element large tensors")
     parser.add_argument("--runtime-checks", action="store_true",
-                        help="time the library with set_runtime_checks(True): its cross-rank check before each collective")
+                        help="time the library with set_runtime_checks(True): "
+                             "its cross-rank check before each collective")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.iters_small, args.large = 5, 50, 64 * 1024

@@ -31,7 +31,7 @@ Without the check, ranks that disagree deadlock, abort inside the backend
 (gloo kills the process with SIGABRT) or silently compute garbage.  The cost
 is one extra small all-gather per collective, waited for before the
 collective starts: about 45 µs of Python and dispatch per call (fake
-backend), plus that all-gather's latency (0.35–0.45 ms per call on gloo over
+backend), plus that all-gather's latency (0.35-0.45 ms per call on gloo over
 localhost; see the performance page).  Casts that do not communicate pay
 nothing, and nothing is paid with checks off.  Inside ``torch.compile`` the
 check is skipped (it needs the exchanged values in Python).
@@ -162,7 +162,8 @@ def check_ranks_agree(x: torch.Tensor, group: Group, call: str, extra: object, l
     local = local_tensors(x)
     if local is not None:
         for members in group.members():
-            _compare(call, extra, group, head, [(r, _signature(local[r], head, loose_dim)) for r in members if r in local])
+            signatures = [(r, _signature(local[r], head, loose_dim)) for r in members if r in local]
+            _compare(call, extra, group, head, signatures)
         return
     if simulated() is not None:  # a plain tensor under LocalTensorMode: the call itself says what is wrong
         return

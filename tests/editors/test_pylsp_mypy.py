@@ -31,12 +31,12 @@ import pytest
 
 pytest.importorskip("pylsp_mypy", reason="pylsp-mypy is not installed (pip install -e '.[dev]')")
 
-from pylsp import uris  # noqa: E402
-from pylsp.config.config import Config  # noqa: E402
-from pylsp.workspace import Document, Workspace  # noqa: E402
-from pylsp_mypy import plugin  # noqa: E402
+from pylsp import uris
+from pylsp.config.config import Config
+from pylsp.workspace import Document, Workspace
+from pylsp_mypy import plugin
 
-from tests.plugin.harness import config_text  # noqa: E402
+from tests.plugin.harness import config_text
 
 CLEAN = '''\
 from typing import Annotated

@@ -81,7 +81,7 @@ def test_non_tensor_input(ctx, call, kwargs, value) -> None:
 
 
 def test_non_tensor_input_to_ppermute(ctx) -> None:
-    with pytest.raises(CollectiveArgumentError, match="ppermute: x must be a torch.Tensor, got list"):
+    with pytest.raises(CollectiveArgumentError, match=r"ppermute: x must be a torch\.Tensor, got list"):
         spmd.ppermute([1.0], "tp", [(0, 1)])
 
 
