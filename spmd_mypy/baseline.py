@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["BaselineError", "Entry", "Split", "load", "record", "save", "source_line", "split"]
+__all__ = ["BaselineError", "Entry", "Split", "load", "read_lines", "record", "save", "source_line", "split"]
 
 _FORMAT = 1
 _LINE_NUMBER = re.compile(r"\bline \d+\b")
@@ -72,12 +72,19 @@ class Split(Generic[F]):
     gone: int
 
 
-def source_line(path: Path, line: int) -> str | None:
-    """Line ``line`` of ``path`` without its comment and indentation; ``None`` if it cannot be read."""
+def read_lines(path: Path) -> list[str]:
+    """The lines of ``path``; none if it cannot be read (read once per file, then :func:`source_line`)."""
     try:
-        text = path.read_text(encoding="utf-8").splitlines()[line - 1].strip()
-    except (OSError, IndexError, UnicodeDecodeError):
+        return path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError):
+        return []
+
+
+def source_line(lines: Sequence[str], line: int) -> str | None:
+    """Line ``line`` (1-based) of ``lines`` without its comment and indentation; ``None`` if there is none."""
+    if not 0 < line <= len(lines):
         return None
+    text = lines[line - 1].strip()
     try:
         tokens = tokenize.generate_tokens(io.StringIO(text + "\n").readline)
         comment = next((t for t in tokens if t.type == tokenize.COMMENT), None)
@@ -87,23 +94,29 @@ def source_line(path: Path, line: int) -> str | None:
     return code.rstrip() or None
 
 
-def _entry(path: Path, error: Reported, root: Path) -> Entry:
-    try:
-        shown = path.resolve().relative_to(root.resolve()).as_posix()
-    except ValueError:
-        shown = path.resolve().as_posix()
-    # mypy's own messages sometimes name another line ("already defined on line 12").
-    message = _LINE_NUMBER.sub("line N", error.message)
-    return Entry(shown, error.code or "", message, source_line(path, error.line) or "")
-
-
-def _errors(findings: Mapping[Path, Sequence[F]]) -> list[tuple[Path, F]]:
-    return [(path, f) for path, found in findings.items() for f in found if f.kind == "error"]
+def _entries(findings: Mapping[Path, Sequence[F]], root: Path) -> list[tuple[Path, F, Entry]]:
+    """Every error in ``findings`` with its baseline entry (each file is read once)."""
+    found: list[tuple[Path, F, Entry]] = []
+    resolved_root = root.resolve()
+    for path, reported in findings.items():
+        errors = [f for f in reported if f.kind == "error"]
+        if not errors:
+            continue
+        try:
+            shown = path.resolve().relative_to(resolved_root).as_posix()
+        except ValueError:
+            shown = path.resolve().as_posix()
+        lines = read_lines(path)
+        for error in errors:
+            # mypy's own messages sometimes name another line ("already defined on line 12").
+            message = _LINE_NUMBER.sub("line N", error.message)
+            found.append((path, error, Entry(shown, error.code or "", message, source_line(lines, error.line) or "")))
+    return found
 
 
 def record(findings: Mapping[Path, Sequence[Reported]], root: Path) -> Counter[Entry]:
     """The baseline entries of every error in ``findings``; paths relative to ``root``."""
-    return Counter(_entry(path, error, root) for path, error in _errors(findings))
+    return Counter(entry for _, _, entry in _entries(findings, root))
 
 
 def split(findings: Mapping[Path, Sequence[F]], baseline: Counter[Entry], root: Path) -> Split[F]:
@@ -111,8 +124,7 @@ def split(findings: Mapping[Path, Sequence[F]], baseline: Counter[Entry], root: 
     unused = Counter(baseline)
     new: dict[Path, list[F]] = {}
     known = 0
-    for path, error in _errors(findings):
-        entry = _entry(path, error, root)
+    for path, error, entry in _entries(findings, root):
         if unused[entry] > 0:
             unused[entry] -= 1
             known += 1
@@ -127,9 +139,8 @@ def save(file: Path, entries: Counter[Entry]) -> None:
         json.dumps({"path": e.path, "code": e.code, "message": e.message, "source": e.source, "count": n})
         for e, n in sorted(entries.items())
     ]
-    listed = "".join(f"\n    {row}{',' if n < len(rows) - 1 else ''}" for n, row in enumerate(rows))
-    file.write_text(f'{{\n  "format": {_FORMAT},\n  "errors": [{listed}{chr(10) + "  " if rows else ""}]\n}}\n',
-                    encoding="utf-8")
+    lines = ["{", f'  "format": {_FORMAT},', '  "errors": [', ",\n".join(f"    {row}" for row in rows), "  ]", "}"]
+    file.write_text("\n".join(line for line in lines if line) + "\n", encoding="utf-8")
 
 
 def load(file: Path) -> Counter[Entry]:

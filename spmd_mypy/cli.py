@@ -257,10 +257,11 @@ def render(
             print(f"  {style.bad(f'{label:<9}')} {style.bold(path.name)}", file=out)
         else:
             print(f"  {style.ok('clean')}     {path.name}", file=out)
+        lines = baseline.read_lines(path) if entries else []
         for finding in entries:
             tag = style.bad(f"[{finding.code}]") if finding.kind == "error" else style.dim("note")
             print(f"      line {finding.line}  {tag}", file=out)
-            code = baseline.source_line(path, finding.line)
+            code = baseline.source_line(lines, finding.line)
             if code:
                 print(f"        {style.dim('>')} {code}", file=out)
             for text in _explain(finding):
