@@ -94,18 +94,16 @@ _SKIP_WHY: Final = (
 _WIDTH: Final = 100
 
 
-def _comment(text: str | tuple[str, ...]) -> list[str]:
+def _comment(text: str) -> list[str]:
     """``text`` as ``#`` comment lines no wider than the page."""
     lines: list[str] = []
-    for paragraph in (text,) if isinstance(text, str) else text:
-        line = "#"
-        for word in paragraph.split():
-            if len(line) + 1 + len(word) > _WIDTH and line != "#":
-                lines.append(line)
-                line = "#"
-            line += " " + word
-        lines.append(line)
-    return lines
+    line = "#"
+    for word in text.split():
+        if len(line) + 1 + len(word) > _WIDTH and line != "#":
+            lines.append(line)
+            line = "#"
+        line += " " + word
+    return [*lines, line]
 
 
 def _ini_value(value: str | bool | tuple[str, ...]) -> str:

@@ -145,12 +145,11 @@ class InPlace:
     After ``torch.distributed.all_reduce(x, group=g)`` the data of ``x`` is the
     sum over the group's ranks, but ``x`` keeps its SPMD type, and autograd
     records nothing: no gradient flows back through the sum.  ``call`` is the
-    differentiable call to use instead, which turns a ``src`` into a ``dst``.
+    differentiable call to use instead, to ``dst``.
     """
 
     function: str
     call: str
-    src: LocalType
     dst: LocalType
     tensor: str
     group: str
@@ -163,7 +162,7 @@ class InPlace:
 
 IN_PLACE: Final[dict[str, InPlace]] = {
     e.function: e
-    for e in (InPlace("torch.distributed.distributed_c10d.all_reduce", "all_reduce", P, R, "tensor", "group"),)
+    for e in (InPlace("torch.distributed.distributed_c10d.all_reduce", "all_reduce", R, "tensor", "group"),)
 }
 """Library collectives that change their argument's data in place, by full name."""
 
