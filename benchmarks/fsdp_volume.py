@@ -20,8 +20,9 @@ summed weight gradient.  Three ways to do that:
 The communication of the gradient phase (``loss.backward()`` and, for the
 manual path, the all-reduce after it) is counted two ways:
 
-* by intercepting every ``torch.ops._c10d_functional`` collective with a
-  ``TorchDispatchMode`` (nothing in the library is patched), and converting
+* by intercepting every collective (the c10d ops that ``torch.distributed``
+  calls, as the library does, and the functional ones the manual path calls)
+  with a ``TorchDispatchMode`` (nothing in the library is patched), and converting
   each to the bytes one rank sends under the bandwidth-optimal ring algorithm
   that NCCL uses: all-reduce 2(n-1)/n of the tensor, reduce-scatter (n-1)/n of
   its input, all-gather (n-1)/n of its output;
@@ -83,6 +84,10 @@ def wire_bytes_sent() -> int | None:
     return total if found else None
 
 
+def nbytes(t: Any) -> int:
+    return int(t.numel() * t.element_size())
+
+
 def rank_main(rank: int, port: int, world: int, args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
     warnings.filterwarnings("ignore")
     import torch
@@ -100,8 +105,13 @@ def rank_main(rank: int, port: int, world: int, args: argparse.Namespace) -> tup
     group_name = mesh.get_group("dp").group_name
     ops: Any = torch.ops._c10d_functional
 
+    # The library issues torch.distributed's c10d collectives (through spmd_types' backend reference),
+    # the manual path functional ones: both reach the dispatcher, under these names.
+    c10d_names = {"allreduce_": "all_reduce", "_allgather_base_": "all_gather_into_tensor",
+                  "_reduce_scatter_base_": "reduce_scatter_tensor", "alltoall_base_": "all_to_all_single"}
+
     class Count(TorchDispatchMode):
-        """Records every functional collective: (op, input bytes, output bytes)."""
+        """Records every collective: (op, input bytes, output bytes)."""
 
         def __init__(self) -> None:
             super().__init__()
@@ -109,11 +119,14 @@ def rank_main(rank: int, port: int, world: int, args: argparse.Namespace) -> tup
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             result = func(*args, **(kwargs or {}))
-            if func.namespace == "_c10d_functional":
-                op = func.__name__.split(".")[0]
-                if op != "wait_tensor":
-                    self.calls.append((op, args[0].numel() * args[0].element_size(),
-                                       result.numel() * result.element_size()))
+            op = func.__name__.split(".")[0]
+            if func.namespace == "_c10d_functional" and op != "wait_tensor":
+                self.calls.append((op, nbytes(args[0]), nbytes(result)))
+            elif func.namespace == "c10d" and op in c10d_names:
+                if op == "allreduce_":  # (tensors, ...): in place
+                    self.calls.append((c10d_names[op], nbytes(args[0][0]), nbytes(args[0][0])))
+                else:  # (output, input, ...)
+                    self.calls.append((c10d_names[op], nbytes(args[1]), nbytes(args[0])))
             return result
 
     gen = torch.Generator().manual_seed(0)

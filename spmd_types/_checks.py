@@ -43,13 +43,13 @@ import contextlib
 import os
 import zlib
 from collections.abc import Iterator
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 import torch
-import torch.distributed as dist
 
+from spmd_types import _comm, _dist
 from spmd_types._errors import CollectiveArgumentError, ShapeError, SpmdTypeCheckError, SpmdValueError
-from spmd_types._mesh import Group, communicate, local_tensors, resolve_axis, simulated
+from spmd_types._mesh import Group, local_tensors, resolve_axis, simulated
 from spmd_types.typesystem.annotations import AxisTypes
 from spmd_types.typesystem.local_types import I, R, Shard
 
@@ -129,10 +129,8 @@ def _check_same_on_axis(x: torch.Tensor, group: Group, code: str) -> None:
                     f"hold values different from rank {first} (global ranks of one group of the axis)"
                 )
         return
-    ops: Any = torch.ops._c10d_functional
-    values = data.contiguous()
-    high = communicate(ops.all_reduce, values, "max", group.name)
-    low = communicate(ops.all_reduce, values, "min", group.name)
+    high = _comm.all_reduce(data, group, "max")
+    low = _comm.all_reduce(data, group, "min")
     if not _same(high, low):
         raise SpmdTypeCheckError(
             f"assert_type: the tensor is declared {code} on axis {group.label!r}, but the ranks of the axis "
@@ -168,8 +166,8 @@ def check_ranks_agree(x: torch.Tensor, group: Group, call: str, extra: object, l
     if simulated() is not None:  # a plain tensor under LocalTensorMode: the call itself says what is wrong
         return
     mine = torch.tensor(_signature(x, head, loose_dim), dtype=torch.int64, device=x.device)
-    rows = communicate(torch.ops._c10d_functional.all_gather_into_tensor, mine, group.size, group.name)
-    ranks = dist.get_process_group_ranks(group.pg)
+    rows = _comm.all_gather(mine, group)
+    ranks = _dist.process_group_ranks(group.pg)
     _compare(call, extra, group, head, list(zip(ranks, map(tuple, rows.view(group.size, -1).tolist()))))
 
 

@@ -21,8 +21,9 @@ from typing import Any, Literal
 
 import torch
 
+from spmd_types import _comm
 from spmd_types._errors import CollectiveArgumentError, NotDifferentiableError
-from spmd_types._mesh import AxisLike, Group, communicate, resolve_axis
+from spmd_types._mesh import AxisLike, Group, resolve_axis
 from spmd_types._prims import Permutation, check_dim, check_tensor, permutation, plan, run, shard_sizes
 from spmd_types.typesystem.collectives import NO_GRADIENT_REDUCTIONS, Endpoint
 from spmd_types.typesystem.local_types import P, Shard, V
@@ -75,7 +76,7 @@ class _Extremum(torch.autograd.Function):
     def forward(ctx: Any, x: torch.Tensor, group: Group, op: str) -> torch.Tensor:
         ctx.op = op
         ctx.label = group.label
-        return communicate(torch.ops._c10d_functional.all_reduce, x.contiguous(), op, group.name)
+        return _comm.all_reduce(x, group, op)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> None:

@@ -9,7 +9,7 @@ Every collective and cast takes an ``axis``, which is one of
   (for example ``mesh["tp"]``).
 
 Resolution produces a :class:`Group`: the process group, its size, this
-process's index in it and the name the functional collectives use.  Groups
+process's index in it and its name.  Groups
 are built once (when a mesh is entered, or the first time a process group or
 sub-mesh is seen) so that a call only pays for a dict lookup.
 
@@ -30,9 +30,10 @@ from collections.abc import Callable, Iterator
 from typing import Any, TypeAlias, cast
 
 import torch
-import torch.distributed as dist
+from torch.distributed import ProcessGroup
 from torch.distributed.device_mesh import DeviceMesh
 
+from spmd_types import _dist
 from spmd_types._errors import NoCurrentMeshError, SpmdRuntimeError, UnknownAxisError
 
 __all__ = [
@@ -40,7 +41,6 @@ __all__ = [
     "Group",
     "axis_index",
     "axis_size",
-    "communicate",
     "current_mesh",
     "per_rank",
     "resolve_axis",
@@ -48,7 +48,7 @@ __all__ = [
     "simulated",
 ]
 
-AxisLike: TypeAlias = str | dist.ProcessGroup | DeviceMesh
+AxisLike: TypeAlias = str | ProcessGroup | DeviceMesh
 """What an ``axis`` argument may be: a mesh-axis name, a process group, a 1-D mesh."""
 
 # -- simulated ranks (LocalTensorMode) -------------------------------------------------
@@ -82,14 +82,14 @@ class Group:
 
     __slots__ = ("_index_map", "label", "name", "pg", "rank", "size")
 
-    pg: dist.ProcessGroup
+    pg: ProcessGroup
     name: str
     size: int
     rank: int
     label: str
     _index_map: dict[int, int] | None
 
-    def __init__(self, pg: dist.ProcessGroup, label: str) -> None:
+    def __init__(self, pg: ProcessGroup, label: str) -> None:
         self.pg = pg
         self.name = pg.group_name
         self.size = pg.size()
@@ -154,21 +154,6 @@ def per_rank_int(group: Group, values: tuple[int, ...]) -> int | torch.SymInt:
     if len(distinct) == 1:
         return distinct.pop()
     return torch.SymInt(_LocalIntNode(mine))  # type: ignore[no-untyped-call]
-
-
-_ops: Any = torch.ops._c10d_functional
-
-
-def communicate(op: Any, x: torch.Tensor, *args: Any) -> torch.Tensor:
-    """``op(x, *args)``, a ``torch.ops._c10d_functional`` collective, waited for.
-
-    Complex data travels as its real view (a trailing dim of 2 holding the
-    real and imaginary parts): sums and data movement act on the parts
-    independently, and gloo has no complex types.
-    """
-    if x.is_complex():
-        return torch.view_as_complex(_ops.wait_tensor(op(torch.view_as_real(x), *args)))
-    return _ops.wait_tensor(op(x, *args))  # type: ignore[no-any-return]
 
 
 # -- the current mesh --------------------------------------------------------------
@@ -238,7 +223,7 @@ def resolve_axis(axis: AxisLike) -> Group:
 
 
 def _resolve_object(axis: object) -> Group:
-    if isinstance(axis, dist.ProcessGroup):
+    if isinstance(axis, _dist.ProcessGroup):
         group = Group(axis, f"group {axis.group_name}")
     elif isinstance(axis, DeviceMesh):
         if axis.ndim != 1:

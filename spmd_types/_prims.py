@@ -46,12 +46,12 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import torch
-import torch.nn.functional as F
 
-from spmd_types import _checks
+from spmd_types import _checks, _comm
 from spmd_types._checks import check_ranks_agree
+from spmd_types._comm import pad_dim
 from spmd_types._errors import CollectiveArgumentError, ShapeError
-from spmd_types._mesh import Group, communicate, per_rank, per_rank_int, simulated
+from spmd_types._mesh import Group, per_rank, per_rank_int, simulated
 from spmd_types.typesystem.collectives import CALLS, Endpoint, Transition, check_call, primitive_transitions, route
 from spmd_types.typesystem.collectives import backward as backward_transition
 from spmd_types.typesystem.local_types import I, LocalType, P, R, Shard, V
@@ -61,11 +61,6 @@ __all__ = ["PRIMS", "Prim", "check_dim", "check_tensor", "permutation", "plan", 
 Impl = Callable[[torch.Tensor, Group, int, int, Any], torch.Tensor]
 Key = tuple[str, str, str]
 
-_ops: Any = torch.ops._c10d_functional
-_all_reduce = _ops.all_reduce.default
-_all_gather = _ops.all_gather_into_tensor.default
-_reduce_scatter = _ops.reduce_scatter_tensor.default
-_all_to_all = _ops.all_to_all_single.default
 
 
 def _kind(t: Endpoint) -> str:
@@ -142,14 +137,6 @@ def _offsets(sizes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _pad_dim(t: torch.Tensor, dim: int, before: int, after: int) -> torch.Tensor:
-    """``t`` with ``before``/``after`` zeros added along ``dim``."""
-    if before == 0 and after == 0:
-        return t
-    spec = [0, 0] * (t.dim() - 1 - dim) + [before, after]
-    return F.pad(t, spec)
-
-
 # -- forward implementations -------------------------------------------------------
 # Each takes (x, group, a, b, extra); see the module docstring for a, b, extra.
 
@@ -159,19 +146,19 @@ def _identity(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torc
 
 
 def _sum_all_reduce(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
-    return communicate(_all_reduce, x.contiguous(), "sum", group.name)
+    return _comm.all_reduce(x, group)
 
 
 def _gather_stack(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
-    stacked = communicate(_all_gather, x.unsqueeze(0).contiguous(), group.size, group.name)
+    stacked = _comm.all_gather(x.unsqueeze(0), group)
     return stacked if a == 0 else stacked.movedim(0, a).contiguous()
 
 
 def _gather_cat(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
     if sizes is None:
         if a == 0:  # the collective concatenates along dim 0 already
-            return communicate(_all_gather, x.contiguous(), group.size, group.name)
-        stacked = communicate(_all_gather, x.unsqueeze(0).contiguous(), group.size, group.name)
+            return _comm.all_gather(x, group)
+        stacked = _comm.all_gather(x.unsqueeze(0), group)
         return stacked.movedim(0, a).flatten(a, a + 1)
     # Uneven: every rank pads its shard to the largest, gathers, and trims.
     longest = max(sizes)
@@ -182,30 +169,30 @@ def _gather_cat(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int,
                 f"all_gather: rank {me} of axis {group.label!r} has {t.shape[a]} entries along dim {a}, "
                 f"but split_sizes says {sizes[me]}"
             )
-        return _pad_dim(t, a, 0, longest - sizes[me])
+        return pad_dim(t, a, 0, longest - sizes[me])
 
     padded = per_rank(x, group, pad) if any(s != longest for s in sizes) else x
-    stacked = communicate(_all_gather, padded.unsqueeze(0).contiguous(), group.size, group.name)
+    stacked = _comm.all_gather(padded.unsqueeze(0), group)
     return torch.cat([stacked[k].narrow(a, 0, sizes[k]) for k in range(group.size)], dim=a)
 
 
 def _scatter_unbind(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
     _need_axis_sized(x, b, group, "reduce_scatter to V")
     rows = x.movedim(b, 0).contiguous()
-    return communicate(_reduce_scatter, rows, "sum", group.size, group.name).squeeze(0)
+    return _comm.reduce_scatter(rows, group).squeeze(0)
 
 
 def _scatter_chunk(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
     if sizes is None:
         chunk = _need_divisible(x, b, group, "reduce_scatter")
         if b == 0:  # the collective scatters dim 0 already
-            return communicate(_reduce_scatter, x.contiguous(), "sum", group.size, group.name)
+            return _comm.reduce_scatter(x, group)
         rows = torch.unflatten(x, b, (group.size, chunk)).movedim(b, 0).contiguous()
-        return communicate(_reduce_scatter, rows, "sum", group.size, group.name).squeeze(0)
+        return _comm.reduce_scatter(rows, group).squeeze(0)
     _need_sizes(sizes, x.shape[b], b, "reduce_scatter")
     longest = max(sizes)
-    pieces = [_pad_dim(p, b, 0, longest - p.shape[b]) for p in x.split_with_sizes(list(sizes), dim=b)]
-    mine = communicate(_reduce_scatter, torch.stack(pieces).contiguous(), "sum", group.size, group.name).squeeze(0)
+    pieces = [pad_dim(p, b, 0, longest - p.shape[b]) for p in x.split_with_sizes(list(sizes), dim=b)]
+    mine = _comm.reduce_scatter(torch.stack(pieces), group).squeeze(0)
     return per_rank(mine, group, lambda t, me: t.narrow(b, 0, sizes[me]).contiguous())
 
 
@@ -229,15 +216,15 @@ def _keep_on_first(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) ->
 
 def _pad_entry(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
     n = group.size
-    return per_rank(x, group, lambda t, me: _pad_dim(t.unsqueeze(a), a, me, n - 1 - me))
+    return per_rank(x, group, lambda t, me: pad_dim(t.unsqueeze(a), a, me, n - 1 - me))
 
 
 def _pad_chunk(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
     n = group.size
     if sizes is None:
-        return per_rank(x, group, lambda t, me: _pad_dim(t, a, me * t.shape[a], (n - 1 - me) * t.shape[a]))
+        return per_rank(x, group, lambda t, me: pad_dim(t, a, me * t.shape[a], (n - 1 - me) * t.shape[a]))
     starts, total = _offsets(sizes), sum(sizes)
-    return per_rank(x, group, lambda t, me: _pad_dim(t, a, starts[me], total - starts[me] - t.shape[a]))
+    return per_rank(x, group, lambda t, me: pad_dim(t, a, starts[me], total - starts[me] - t.shape[a]))
 
 
 def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
@@ -252,7 +239,7 @@ def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
         n = group.size
         if src_kind == "S" and dst_kind == "S" and a == 0 and b == 0:  # all_to_all_single as is
             chunk = _need_divisible(x, 0, group, "all_to_all to S", uneven=False)
-            return communicate(_all_to_all, x.contiguous(), [chunk] * n, [chunk] * n, group.name)
+            return _comm.all_to_all(x, group, [chunk] * n, [chunk] * n)
         if dst_kind == "V":
             _need_axis_sized(x, b, group, "all_to_all to V")
             by_dest = x.movedim(b, 0)
@@ -263,7 +250,7 @@ def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
             by_dest = torch.unflatten(x, split, (n, chunk)).movedim(split, 0)
             cat_dim = a
         by_dest = by_dest.contiguous()
-        by_src = communicate(_all_to_all, by_dest, [1] * n, [1] * n, group.name)
+        by_src = _comm.all_to_all(by_dest, group, [1] * n, [1] * n)
         if src_kind == "V":
             return by_src if a == 0 else by_src.movedim(0, a).contiguous()
         return by_src.movedim(0, cat_dim).flatten(cat_dim, cat_dim + 1)
@@ -284,7 +271,7 @@ def _permute(x: torch.Tensor, group: Group, a: int, b: int, perm: Permutation) -
     else:
         out_rows = [per_rank_int(group, column) for column in gets]
         in_rows = [per_rank_int(group, column) for column in sends]
-    moved = communicate(_all_to_all, flat, out_rows, in_rows, group.name).reshape(x.shape)
+    moved = _comm.all_to_all(flat, group, out_rows, in_rows).reshape(x.shape)
     if all(receives):
         return moved
     return per_rank(moved, group, lambda t, me: t if receives[me] else torch.zeros_like(t))
