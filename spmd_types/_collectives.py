@@ -24,7 +24,8 @@ import torch
 from spmd_types import _comm
 from spmd_types._errors import CollectiveArgumentError, NotDifferentiableError
 from spmd_types._mesh import AxisLike, Group, resolve_axis
-from spmd_types._prims import Permutation, check_dim, check_tensor, permutation, plan, run, shard_sizes
+from spmd_types._precision import precision
+from spmd_types._prims import Permutation, Precision, check_dim, check_tensor, permutation, plan, run, shard_sizes
 from spmd_types.typesystem.collectives import NO_GRADIENT_REDUCTIONS, Endpoint
 from spmd_types.typesystem.local_types import P, Shard, V
 
@@ -73,10 +74,13 @@ class _Extremum(torch.autograd.Function):
     """all-reduce with max or min: a statistic, with no gradient."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, group: Group, op: str) -> torch.Tensor:
+    def forward(ctx: Any, x: torch.Tensor, group: Group, op: str, dtypes: Precision | None) -> torch.Tensor:
         ctx.op = op
         ctx.label = group.label
-        return _comm.all_reduce(x, group, op)
+        if dtypes is None:
+            return _comm.all_reduce(x, group, op)
+        comm, out, _ = dtypes
+        return _comm.all_reduce(x if comm is None else x.to(comm), group, op).to(out or x.dtype)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> None:
@@ -87,11 +91,19 @@ class _Extremum(torch.autograd.Function):
         )
 
 
-_extremum: Callable[[torch.Tensor, Group, str], torch.Tensor] = _Extremum.apply
+_extremum: Callable[[torch.Tensor, Group, str, Precision | None], torch.Tensor] = _Extremum.apply
 
 
 def all_reduce(
-    x: torch.Tensor, axis: AxisLike, *, src: Endpoint = P, dst: Endpoint, op: ReduceOp = "sum"
+    x: torch.Tensor,
+    axis: AxisLike,
+    *,
+    src: Endpoint = P,
+    dst: Endpoint,
+    op: ReduceOp = "sum",
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """``all_reduce(x: P | V, axis, *, src=P, dst: R | I, op="sum") -> R | I``
 
@@ -119,6 +131,13 @@ def all_reduce(
             checker types a maximum or minimum as a constant on ``axis``
             (``R`` and ``I`` differ only in the gradient), so it combines
             with operands of any type, as the max-logit does.
+        comm_dtype: the dtype the all-reduce runs in (and sums in); ``x`` is
+            cast to it first.  Default: ``x``'s dtype.
+        out_dtype: the result's dtype.  Default: ``x``'s dtype.
+        grad_comm_dtype: the dtype the backward's all-reduce runs in (for
+            ``dst=R``).  Default: the gradient's own.  The gradient comes back
+            in ``x``'s dtype.  The three are explained in
+            [Mixed precision](precision.md).
 
     Returns:
         A tensor of ``x``'s shape, of type ``dst`` on ``axis``.
@@ -144,22 +163,23 @@ def all_reduce(
     x = check_tensor("all_reduce", x)
     group = resolve_axis(axis)
     steps = plan("all_reduce", src, dst, group)
+    dtypes = precision("all_reduce", x, comm_dtype, out_dtype, grad_comm_dtype)
     if op == "sum":
-        return run(steps, x, group)
+        return run(steps, x, group, precision=dtypes)
     if op == "avg":
         if not (x.is_floating_point() or x.is_complex()):
             raise CollectiveArgumentError(
                 f'all_reduce(op="avg") on axis {group.label!r}: the average of {x.dtype} values is not a '
                 f'{x.dtype} value; use op="sum" and divide (x.sum() / axis_size), or pass a float tensor'
             )
-        return run(steps, x, group) / group.size
+        return run(steps, x, group, precision=dtypes) / group.size
     if op in NO_GRADIENT_REDUCTIONS:
         if x.is_complex():
             raise CollectiveArgumentError(
                 f'all_reduce(op="{op}") on axis {group.label!r}: {x.dtype} values have no order; '
                 f"reduce x.abs() or x.real instead"
             )
-        return _extremum(x, group, op)
+        return _extremum(x, group, op, dtypes)
     raise CollectiveArgumentError(f'all_reduce: op must be "sum", "avg", "max" or "min", got {op!r}')
 
 
@@ -174,6 +194,9 @@ def all_gather(
     dst: Endpoint,
     gather_dim: int | None = None,
     split_sizes: Sequence[int] | None = None,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """``all_gather(x: V | S(i), axis, *, src=V, dst: R | I, gather_dim=None) -> R | I``
 
@@ -196,6 +219,12 @@ def all_gather(
         split_sizes: for ``src=S(i)`` only: the shard length of every rank
             along ``i``, for shards of unequal length (each rank's ``x`` must
             have its own length).  Implemented by padding to the longest.
+        comm_dtype: the dtype the gather runs in (``torch.bfloat16`` halves
+            the bytes of a ``float32`` parameter).  Default: ``x``'s dtype.
+        out_dtype: the result's dtype.  Default: ``x``'s dtype.
+        grad_comm_dtype: the dtype the backward's reduce-scatter runs in (for
+            ``dst=R``).  Default: the gradient's own.  The gradient comes back
+            in ``x``'s dtype; see [Mixed precision](precision.md).
 
     Returns:
         ``V``: shape ``x.shape`` with the axis size inserted at ``gather_dim``.
@@ -226,7 +255,8 @@ def all_gather(
     steps = plan("all_gather", src, dst, group)
     # Without a shard the ranks' tensors are stacked, on a new dim.
     a, sizes = _sharded_dim("all_gather", "src", src, "gather_dim", gather_dim, x.dim() + 1, x, group, split_sizes)
-    return run(steps, x, group, a, 0, sizes, sizes)
+    dtypes = precision("all_gather", x, comm_dtype, out_dtype, grad_comm_dtype)
+    return run(steps, x, group, a, 0, sizes, sizes, dtypes)
 
 
 # -- reduce_scatter ----------------------------------------------------------------
@@ -240,6 +270,9 @@ def reduce_scatter(
     dst: Endpoint = V,
     scatter_dim: int | None = None,
     split_sizes: Sequence[int] | None = None,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """``reduce_scatter(x: P | V, axis, *, src=P, dst=V, scatter_dim=None) -> V | S(i)``
 
@@ -270,6 +303,12 @@ def reduce_scatter(
             (default 0); for ``dst=S(i)`` it may be given only as ``i``.
         split_sizes: for ``dst=S(i)`` only: every rank's chunk length along
             ``i`` (they must add up to ``x.shape[i]``), for uneven chunks.
+        comm_dtype: the dtype the reduce-scatter runs in (and sums in).
+            Default: ``x``'s dtype.
+        out_dtype: the result's dtype.  Default: ``x``'s dtype.
+        grad_comm_dtype: the dtype the backward's all-gather runs in.
+            Default: the gradient's own.  The gradient comes back in ``x``'s
+            dtype; see [Mixed precision](precision.md).
 
     Returns:
         A tensor of type ``dst`` on ``axis``.
@@ -293,7 +332,8 @@ def reduce_scatter(
     group = resolve_axis(axis)
     steps = plan("reduce_scatter", src, dst, group)
     b, sizes = _sharded_dim("reduce_scatter", "dst", dst, "scatter_dim", scatter_dim, x.dim(), x, group, split_sizes)
-    return run(steps, x, group, 0, b, sizes, sizes)
+    dtypes = precision("reduce_scatter", x, comm_dtype, out_dtype, grad_comm_dtype)
+    return run(steps, x, group, 0, b, sizes, sizes, dtypes)
 
 
 # -- all_to_all --------------------------------------------------------------------
@@ -307,6 +347,9 @@ def all_to_all(
     dst: Endpoint = V,
     split_dim: int | None = None,
     concat_dim: int | None = None,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """``all_to_all(x: V | S(i), axis, *, src=V, dst=V, split_dim=None, concat_dim=None) -> V | S(j)``
 
@@ -345,6 +388,11 @@ def all_to_all(
         dst: ``V`` (default) or ``S(j)``.
         split_dim: the dim unbound for ``dst=V`` (may be given only as ``j`` for ``dst=S(j)``).
         concat_dim: the dim stacked for ``src=V`` (may be given only as ``i`` for ``src=S(i)``).
+        comm_dtype: the dtype the exchange runs in.  Default: ``x``'s dtype.
+        out_dtype: the result's dtype.  Default: ``x``'s dtype.
+        grad_comm_dtype: the dtype the backward's exchange runs in.  Default:
+            the gradient's own; it comes back in ``x``'s dtype.  See
+            [Mixed precision](precision.md).
 
     **Backward cases:**
 
@@ -380,7 +428,7 @@ def all_to_all(
             f"all_to_all {src.code} -> {dst.code}: {which[0]} and the shard dim are both dim {a} of the "
             f"{which[1]}; pass {which[0]}= a different dim (or shard another dim in {which[2]}=)"
         )
-    return run(steps, x, group, a, b)
+    return run(steps, x, group, a, b, precision=precision("all_to_all", x, comm_dtype, out_dtype, grad_comm_dtype))
 
 
 # -- ppermute ----------------------------------------------------------------------
@@ -447,7 +495,16 @@ _PERMUTATIONS: dict[tuple[object, ...], tuple[Permutation, Permutation]] = {}
 # -- redistribute ------------------------------------------------------------------
 
 
-def redistribute(x: torch.Tensor, axis: AxisLike, *, src: Endpoint, dst: Endpoint) -> torch.Tensor:
+def redistribute(
+    x: torch.Tensor,
+    axis: AxisLike,
+    *,
+    src: Endpoint,
+    dst: Endpoint,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
+) -> torch.Tensor:
     """``redistribute(x, axis, *, src, dst) -> dst``
 
     Changes the type on ``axis`` while keeping the global value, with
@@ -467,6 +524,10 @@ def redistribute(x: torch.Tensor, axis: AxisLike, *, src: Endpoint, dst: Endpoin
     rule core's; a pair it does not list raises an error naming the
     alternatives.
 
+    ``comm_dtype``, ``out_dtype`` and ``grad_comm_dtype`` apply to the call it
+    routes to, as they do there ([Mixed precision](precision.md)); a route
+    without communication applies only ``out_dtype``.
+
     **Backward:** the backward of the call it routes to (see that call).
     """
     x = check_tensor("redistribute", x)
@@ -475,4 +536,4 @@ def redistribute(x: torch.Tensor, axis: AxisLike, *, src: Endpoint, dst: Endpoin
     ndim = x.dim()
     a = check_dim(src.dim, ndim, "src=S(dim)") if isinstance(src, Shard) else 0
     b = check_dim(dst.dim, ndim, "dst=S(dim)") if isinstance(dst, Shard) else 0
-    return run(steps, x, group, a, b)
+    return run(steps, x, group, a, b, precision=precision("redistribute", x, comm_dtype, out_dtype, grad_comm_dtype))

@@ -56,7 +56,7 @@ from spmd_types.typesystem.collectives import CALLS, Endpoint, Transition, check
 from spmd_types.typesystem.collectives import backward as backward_transition
 from spmd_types.typesystem.local_types import I, LocalType, P, R, Shard, V
 
-__all__ = ["PRIMS", "Prim", "check_dim", "check_tensor", "permutation", "plan", "run", "shard_sizes"]
+__all__ = ["PRIMS", "Precision", "Prim", "check_dim", "check_tensor", "permutation", "plan", "run", "shard_sizes"]
 
 Impl = Callable[[torch.Tensor, Group, int, int, Any], torch.Tensor]
 Key = tuple[str, str, str]
@@ -418,27 +418,55 @@ def _describe(key: Key, a: int, b: int) -> str:
 # -- the autograd Function ---------------------------------------------------------
 
 
+Precision = tuple[torch.dtype | None, torch.dtype | None, torch.dtype | None]
+"""``(comm, out, grad_comm)`` dtypes of one communicating step; ``None`` keeps the dtype at hand.
+
+The step casts its input to ``comm``, communicates, and casts the result to
+``out`` (by default back to the input's dtype).  Its backward runs with
+``(grad_comm, the input's dtype, comm)``: the gradient is communicated in
+``grad_comm`` (by default in the dtype it arrives in) and returned in the
+dtype of the forward's input, as autograd requires.
+"""
+
+
 class _Step(torch.autograd.Function):
     """Runs one primitive; its backward runs the core's backward primitive (through ``_Step``)."""
 
     @staticmethod
     def forward(
-        ctx: Any, x: torch.Tensor, prim: Prim, group: Group, a: int, b: int, extra: Any, extra_back: Any
+        ctx: Any,
+        x: torch.Tensor,
+        prim: Prim,
+        group: Group,
+        a: int,
+        b: int,
+        extra: Any,
+        extra_back: Any,
+        precision: Precision | None,
     ) -> torch.Tensor:
-        ctx.saved = (prim, group, a, b, extra, extra_back)
+        out_dtype = None
+        if precision is not None:
+            comm, out_dtype, grad_comm = precision
+            ctx.saved = (prim, group, a, b, extra, extra_back, (grad_comm, x.dtype, comm))
+            out_dtype = out_dtype or x.dtype
+            x = x if comm is None else x.to(comm)
+        else:
+            ctx.saved = (prim, group, a, b, extra, extra_back, None)
         if prim.key[0] in _COMMUNICATING and _checks.runtime_checks_enabled():
             # An uneven gather's shards may differ in length along the shard dim (split_sizes checks it).
             uneven = prim.key[:2] == ("all_gather", "S") and extra is not None
             check_ranks_agree(x, group, _describe(prim.key, a, b), extra, a if uneven else None)
-        return prim.forward(x, group, a, b, extra)
+        y = prim.forward(x, group, a, b, extra)
+        return y if out_dtype is None else y.to(out_dtype)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        prim, group, a, b, extra, extra_back = ctx.saved
-        return (_apply(grad, prim.backward, group, b, a, extra_back, extra), None, None, None, None, None, None)
+        prim, group, a, b, extra, extra_back, precision = ctx.saved
+        grad_x = _apply(grad, prim.backward, group, b, a, extra_back, extra, precision)
+        return (grad_x, None, None, None, None, None, None, None)
 
 
-_apply: Callable[[torch.Tensor, Prim, Group, int, int, Any, Any], torch.Tensor] = _Step.apply
+_apply: Callable[[torch.Tensor, Prim, Group, int, int, Any, Any, Precision | None], torch.Tensor] = _Step.apply
 
 Plan = tuple[Prim, ...]
 PlanKey = tuple[str, str, str, bool]
@@ -504,9 +532,29 @@ def _bad_pair(call: str, src: object, dst: object, group: Group) -> CollectiveAr
 
 
 def run(
-    steps: Plan, x: torch.Tensor, group: Group, a: int = 0, b: int = 0, extra: Any = None, extra_back: Any = None
+    steps: Plan,
+    x: torch.Tensor,
+    group: Group,
+    a: int = 0,
+    b: int = 0,
+    extra: Any = None,
+    extra_back: Any = None,
+    precision: Precision | None = None,
 ) -> torch.Tensor:
-    """Run a plan's primitives on ``x`` in order."""
-    for prim in steps:
-        x = _apply(x, prim, group, a, b, extra, extra_back)
-    return x
+    """Run a plan's primitives on ``x`` in order.
+
+    ``precision`` applies to the plan's communication, its last step (a
+    collective's plan communicates once, last).  A plan that does not
+    communicate only casts its result to ``out`` (autograd casts the gradient
+    back).
+    """
+    if precision is None:
+        for prim in steps:
+            x = _apply(x, prim, group, a, b, extra, extra_back, None)
+        return x
+    last = steps[-1] if steps and steps[-1].key[0] in _COMMUNICATING else None
+    for prim in steps if last is None else steps[:-1]:
+        x = _apply(x, prim, group, a, b, extra, extra_back, None)
+    if last is not None:
+        return _apply(x, last, group, a, b, extra, extra_back, precision)
+    return x if precision[1] is None else x.to(precision[1])

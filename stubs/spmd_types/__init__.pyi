@@ -38,7 +38,15 @@ _AxisLike: TypeAlias = str | ProcessGroup | DeviceMesh
 _ReduceOp: TypeAlias = Literal["sum", "avg", "max", "min"]
 
 def all_reduce(
-    x: torch.Tensor, axis: _AxisLike, *, src: _Endpoint = ..., dst: _Endpoint, op: _ReduceOp = "sum"
+    x: torch.Tensor,
+    axis: _AxisLike,
+    *,
+    src: _Endpoint = ...,
+    dst: _Endpoint,
+    op: _ReduceOp = "sum",
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor: ...
 def all_gather(
     x: torch.Tensor,
@@ -48,6 +56,9 @@ def all_gather(
     dst: _Endpoint,
     gather_dim: int | None = None,
     split_sizes: Sequence[int] | None = None,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor: ...
 def reduce_scatter(
     x: torch.Tensor,
@@ -57,6 +68,9 @@ def reduce_scatter(
     dst: _Endpoint = ...,
     scatter_dim: int | None = None,
     split_sizes: Sequence[int] | None = None,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor: ...
 def all_to_all(
     x: torch.Tensor,
@@ -66,9 +80,21 @@ def all_to_all(
     dst: _Endpoint = ...,
     split_dim: int | None = None,
     concat_dim: int | None = None,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor: ...
 def ppermute(x: torch.Tensor, axis: _AxisLike, perm: Iterable[tuple[int, int]]) -> torch.Tensor: ...
-def redistribute(x: torch.Tensor, axis: _AxisLike, *, src: _Endpoint, dst: _Endpoint) -> torch.Tensor: ...
+def redistribute(
+    x: torch.Tensor,
+    axis: _AxisLike,
+    *,
+    src: _Endpoint,
+    dst: _Endpoint,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
+) -> torch.Tensor: ...
 def reinterpret(x: torch.Tensor, axis: _AxisLike, *, src: _Endpoint, dst: _Endpoint) -> torch.Tensor: ...
 def convert(
     x: torch.Tensor, axis: _AxisLike, *, src: _Endpoint, dst: _Endpoint, split_sizes: Sequence[int] | None = None

@@ -22,60 +22,22 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
+from recording import Recorder, expected_calls  # noqa: E402
 from runtime_oracle import Case, axis_groups, prepare, run_simulated, table_cases  # noqa: E402
 
 import spmd_types as spmd  # noqa: E402
 from spmd_types import P, R, S, V  # noqa: E402
 from spmd_types._errors import SpmdValueError  # noqa: E402
-from spmd_types.typesystem.collectives import backward, route  # noqa: E402
 
 CASES = table_cases()
 ROOT = Path(__file__).resolve().parents[2]
 
-# What each effect of the rule core's transitions is, as a torch.distributed call.
-_CALL_OF_EFFECT = {
-    "all-reduce": "all_reduce",
-    "all-gather": "all_gather_single",
-    "reduce-scatter": "reduce_scatter_single",
-    "all-to-all": "all_to_all_single",
-    "point-to-point exchange": "all_to_all_single",
-}
 _COLLECTIVES = ("all_reduce", "all_gather_single", "all_gather_into_tensor", "reduce_scatter_single",
                 "reduce_scatter_tensor", "all_to_all_single")
 
 
-class Recorder:
-    """``torch.distributed`` with a log of the functions called on it."""
-
-    def __init__(self, real: Any, functions: dict[str, Any] | None = None) -> None:
-        self._real = real
-        self._functions = functions or {}
-        self.calls: list[str] = []
-
-    def __getattr__(self, name: str) -> Any:
-        found = self._functions[name] if name in self._functions else getattr(self._real, name)
-        if not callable(found) or isinstance(found, type):
-            return found  # ReduceOp, ProcessGroup and the like
-
-        def record(*args: Any, **kwargs: Any) -> Any:
-            self.calls.append(name)
-            return found(*args, **kwargs)
-
-        return record
-
-    def take(self) -> list[str]:
-        calls, self.calls = self.calls, []
-        return calls
-
-
 def _expected(case: Case) -> tuple[list[str], list[str]]:
-    """The torch.distributed collectives of the case's forward and of its backward, per the rule core."""
-    steps = route(case.call, case.src, case.dst) or ()
-    forward = [_CALL_OF_EFFECT[t.effect] for t in steps if t.effect in _CALL_OF_EFFECT]
-    if case.kw().get("op") in ("max", "min"):
-        return forward, []
-    back = [_CALL_OF_EFFECT[t.effect] for t in (backward(s) for s in reversed(steps)) if t.effect in _CALL_OF_EFFECT]
-    return forward, back
+    return expected_calls(case.call, case.src, case.dst, case.kw().get("op", "sum"))
 
 
 @pytest.fixture
@@ -168,7 +130,7 @@ def test_an_older_backend_is_asked_for_the_older_names(sim8) -> None:
         x = mode.rank_map(lambda r: torch.full((4, 2), float(r))).requires_grad_()
         y = spmd.all_gather(x, "tp", src=S(0), dst=R)
         y.backward(torch.ones_like(y))
-    assert rec.calls == ["all_gather_into_tensor", "reduce_scatter_tensor"]
+    assert rec.take() == ["all_gather_into_tensor", "reduce_scatter_tensor"]
     assert torch.equal(x.grad._local_tensors[5], torch.full((4, 2), 4.0))
 
 

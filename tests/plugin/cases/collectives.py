@@ -1,6 +1,7 @@
 """SPEC 2.2: collectives and casts, src/dst checks, the axis, the result type."""
 from typing import Annotated, Final
 
+import torch
 from torch import Tensor
 from torch.distributed import ProcessGroup
 
@@ -101,3 +102,17 @@ def retarget_only_on_the_call_axis(x: Annotated[Tensor, I["tp"], R["dp"]]) -> An
 
 def retarget_not_allowed(v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, I["tp"]]:
     return reinterpret(v, "tp", src=V, dst=P)  # E: [spmd-boundary] expected I, got P; fix: all_reduce(reinterpret(...), "tp", src=P, dst=I)
+
+
+# Mixed precision: the dtype keywords change no SPMD type, and the call is still checked.
+def mixed_precision(s: Annotated[Tensor, S["dp", 0]], p: Annotated[Tensor, P["tp"], R["dp"]], v: Annotated[Tensor, V["ep"]]) -> None:
+    reveal_type(all_gather(s, "dp", src=S(0), dst=R, comm_dtype=torch.bfloat16, grad_comm_dtype=torch.float32))  # N: SpmdTensor[Literal['dp:R']]
+    reveal_type(all_gather(s, "dp", src=S(0), dst=I, comm_dtype=torch.bfloat16, out_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['dp:I']]
+    reveal_type(reduce_scatter(p, "tp", dst=S(0), comm_dtype=torch.float32, out_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:V']]
+    reveal_type(all_reduce(p, "tp", dst=I, op="avg", comm_dtype=torch.float32))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:I']]
+    reveal_type(all_to_all(v, "ep", comm_dtype=torch.bfloat16, grad_comm_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['ep:V']]
+    reveal_type(spmd.redistribute(s, "dp", src=S(0), dst=R, comm_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['dp:R']]
+    a = all_gather(s, "dp", src=S(1), dst=R, comm_dtype=torch.bfloat16)  # E: [spmd-collective] the input is S(0) but all_gather was told src=S(1)
+    b = all_reduce(p, "tp", dst=V, grad_comm_dtype=torch.float32)  # E: [spmd-collective] all_reduce does not accept src=P, dst=V
+    c = all_gather(s, "dp", src=S(0), dst=R, comm_dtype="bf16")  # E: [arg-type] Argument "comm_dtype" to "all_gather" has incompatible type "str"; expected "dtype | None"
+    d = reduce_scatter(p, "tp", out_dtype=torch.float16, precision=torch.float16)  # E: [call-arg] Unexpected keyword argument "precision" for "reduce_scatter"
