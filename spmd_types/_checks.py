@@ -43,17 +43,17 @@ import contextlib
 import os
 import zlib
 from collections.abc import Iterator
-from typing import Final, TypeVar
+from typing import Final, NoReturn, TypeVar
 
 import torch
 
 from spmd_types import _comm, _dist
 from spmd_types._errors import CollectiveArgumentError, ShapeError, SpmdTypeCheckError, SpmdValueError
-from spmd_types._mesh import Group, local_tensors, resolve_axis, simulated
+from spmd_types._mesh import Group, local_tensors, rank_values, resolve_axis, simulated
 from spmd_types.typesystem.annotations import AxisTypes
 from spmd_types.typesystem.local_types import I, R, Shard
 
-__all__ = ["assert_type", "check_ranks_agree", "runtime_checks_enabled", "set_runtime_checks"]
+__all__ = ["assert_type", "check_exchange_sizes", "check_ranks_agree", "runtime_checks_enabled", "set_runtime_checks"]
 
 _T = TypeVar("_T", bound=torch.Tensor)
 
@@ -169,6 +169,49 @@ def check_ranks_agree(x: torch.Tensor, group: Group, call: str, extra: object, l
     rows = _comm.all_gather(mine, group)
     ranks = _dist.process_group_ranks(group.pg)
     _compare(call, extra, group, head, list(zip(ranks, map(tuple, rows.view(group.size, -1).tolist()))))
+
+
+def check_exchange_sizes(
+    call: str, group: Group, sends: tuple[int, ...], gets: tuple[int, ...], device: torch.device
+) -> None:
+    """Raise unless every rank expects from each rank what that rank sends it.
+
+    ``sends[k]`` is what this rank sends rank ``k`` of ``group``, ``gets[k]``
+    what it expects from rank ``k`` (the ``split_sizes`` and
+    ``out_split_sizes`` of an uneven ``all_to_all``).  On simulated ranks the
+    check is free and always made; on real ranks it costs one all-gather of
+    the sizes, made only with run-time checks on (and not while compiling).
+    """
+    mode = simulated()
+    n = group.size
+    if mode is not None:
+        sent = [rank_values(size, mode.ranks) for size in sends]
+        got = [rank_values(size, mode.ranks) for size in gets]
+        for members in group.members():
+            for i, sender in enumerate(members):
+                for j, receiver in enumerate(members):
+                    if sent[j][sender] != got[i][receiver]:
+                        _sizes_differ(call, group, sender, receiver, sent[j][sender], got[i][receiver], i, j)
+        return
+    if not _enabled or torch.compiler.is_compiling():
+        return
+    # Every rank gets every rank's sizes, so that a mismatch raises on all of them (none is left waiting).
+    mine = torch.tensor([[*sends, *gets]], dtype=torch.int64, device=device)
+    rows = _comm.all_gather(mine, group).tolist()  # rank k's sends, then what it expects
+    for i in range(n):
+        for j in range(n):
+            if rows[i][j] != rows[j][n + i]:
+                ranks = _dist.process_group_ranks(group.pg)
+                _sizes_differ(call, group, ranks[i], ranks[j], rows[i][j], rows[j][n + i], i, j)
+
+
+def _sizes_differ(call: str, group: Group, sender: int, receiver: int, sent: int, expected: int, i: int,
+                  j: int) -> NoReturn:
+    raise ShapeError(
+        f"{call} on axis {group.label!r}: rank {sender} sends {sent} to rank {receiver} (its split_sizes[{j}]), "
+        f"but rank {receiver} expects {expected} from it (its out_split_sizes[{i}]) (global ranks); pass "
+        f"out_split_sizes that are the senders' split_sizes for this rank, or leave it out to have them exchanged"
+    )
 
 
 def _signature(t: torch.Tensor, head: tuple[int, int], loose_dim: int | None) -> tuple[int, ...]:

@@ -22,10 +22,22 @@ from typing import Any, Literal
 import torch
 
 from spmd_types import _comm
+from spmd_types._checks import check_exchange_sizes
 from spmd_types._errors import CollectiveArgumentError, NotDifferentiableError
-from spmd_types._mesh import AxisLike, Group, resolve_axis
+from spmd_types._mesh import AxisLike, Group, local_tensors, rank_values, resolve_axis, simulated
 from spmd_types._precision import precision
-from spmd_types._prims import Permutation, Precision, check_dim, check_tensor, permutation, plan, run, shard_sizes
+from spmd_types._prims import (
+    Permutation,
+    Precision,
+    check_dim,
+    check_tensor,
+    need_sizes,
+    permutation,
+    plan,
+    run,
+    shard_sizes,
+    size_list,
+)
 from spmd_types.typesystem.collectives import NO_GRADIENT_REDUCTIONS, Endpoint
 from spmd_types.typesystem.local_types import P, Shard, V
 
@@ -347,6 +359,8 @@ def all_to_all(
     dst: Endpoint = V,
     split_dim: int | None = None,
     concat_dim: int | None = None,
+    split_sizes: Sequence[int] | None = None,
+    out_split_sizes: Sequence[int] | None = None,
     comm_dtype: torch.dtype | None = None,
     out_dtype: torch.dtype | None = None,
     grad_comm_dtype: torch.dtype | None = None,
@@ -379,7 +393,24 @@ def all_to_all(
     mixed cases the dims follow the tensor they describe: for ``V -> S(j)``,
     ``j`` and ``concat_dim`` are dims of the output (they must differ); for
     ``S(i) -> V``, ``i`` and ``split_dim`` are dims of the input (they must
-    differ).  Uneven pieces are not supported.
+    differ).
+
+    Uneven pieces (the token exchange of a mixture-of-experts layer, where
+    each rank sends each expert's rank as many tokens as were routed there):
+    with ``src=S(i)`` and ``dst=S(i)``, ``split_sizes`` lists the lengths
+    along ``i`` of the consecutive pieces this rank sends to ranks 0, 1, ...,
+    and ``out_split_sizes`` the lengths of the pieces it receives from them,
+    which are the senders' ``split_sizes`` entries for this rank.  Left out,
+    ``out_split_sizes`` is found by exchanging the sizes first (one
+    all-to-all of ``n`` int64 counts and a copy to the host, which also
+    breaks a ``torch.compile`` graph).  Sizes per rank ``[to rank 0, 1, 2]``::
+
+        [a0 | a1 a2 | ]      split_sizes [1, 2, 0]       [a0 | | c0 c1]
+        [ | b0 | b1]     =>  split_sizes [0, 1, 1]   =>  [a1 a2 | b0 | ]
+        [c0 c1 | | c2]       split_sizes [2, 0, 1]       [ | b1 | c2]
+
+    On real ranks the sizes are ints; under ``LocalTensorMode`` they may be
+    per-rank ``SymInt``, such as ``counts.tolist()`` gives.
 
     Args:
         x: the local tensor; any layout.
@@ -388,6 +419,12 @@ def all_to_all(
         dst: ``V`` (default) or ``S(j)``.
         split_dim: the dim unbound for ``dst=V`` (may be given only as ``j`` for ``dst=S(j)``).
         concat_dim: the dim stacked for ``src=V`` (may be given only as ``i`` for ``src=S(i)``).
+        split_sizes: uneven pieces (``src=S(i)``, ``dst=S(i)`` only): the
+            length along ``i`` of the piece this rank sends to each rank;
+            they add up to ``x.shape[i]``.
+        out_split_sizes: with ``split_sizes``: the length of the piece this
+            rank receives from each rank (default: exchanged).  The result's
+            dim ``i`` has their sum.
         comm_dtype: the dtype the exchange runs in.  Default: ``x``'s dtype.
         out_dtype: the result's dtype.  Default: ``x``'s dtype.
         grad_comm_dtype: the dtype the backward's exchange runs in.  Default:
@@ -403,7 +440,10 @@ def all_to_all(
         [G0b, G1b, G2b]  <=  [G1a, G1b, G1c]
         [G0c, G1c, G2c]      [G2a, G2b, G2c]
 
-    and ``S(i) -> S(j)`` has backward ``S(j) -> S(i)``.
+    and ``S(i) -> S(j)`` has backward ``S(j) -> S(i)``.  With uneven pieces
+    the backward is the transposed exchange: ``all_to_all`` with
+    ``split_sizes`` and ``out_split_sizes`` swapped, which sends every
+    gradient row back to the rank its token came from.
     """
     x = check_tensor("all_to_all", x)
     group = resolve_axis(axis)
@@ -428,7 +468,58 @@ def all_to_all(
             f"all_to_all {src.code} -> {dst.code}: {which[0]} and the shard dim are both dim {a} of the "
             f"{which[1]}; pass {which[0]}= a different dim (or shard another dim in {which[2]}=)"
         )
-    return run(steps, x, group, a, b, precision=precision("all_to_all", x, comm_dtype, out_dtype, grad_comm_dtype))
+    dtypes = precision("all_to_all", x, comm_dtype, out_dtype, grad_comm_dtype)
+    if split_sizes is None and out_split_sizes is None:
+        return run(steps, x, group, a, b, precision=dtypes)
+    sends, gets = _piece_sizes(x, group, src, dst, split_sizes, out_split_sizes)
+    return run(steps, x, group, a, b, (sends, gets), (gets, sends), dtypes)
+
+
+def _piece_sizes(
+    x: torch.Tensor,
+    group: Group,
+    src: Endpoint,
+    dst: Endpoint,
+    split_sizes: Sequence[int] | None,
+    out_split_sizes: Sequence[int] | None,
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """An uneven all_to_all's sizes, checked: what this rank sends to each rank, and receives from each."""
+    if not (isinstance(src, Shard) and src == dst):
+        raise CollectiveArgumentError(
+            f"all_to_all: split_sizes= and out_split_sizes= cut pieces of uneven length along one dim, so they "
+            f"need src=S(i) and dst=S(i) with the same i (the token exchange of a mixture-of-experts layer), "
+            f"got src={src.code}, dst={dst.code}"
+        )
+    if split_sizes is None:
+        raise CollectiveArgumentError(
+            "all_to_all: out_split_sizes= needs split_sizes=, the lengths of the pieces this rank sends"
+        )
+    dim = check_dim(src.dim, x.dim(), "src=S(dim)")
+    sends = size_list(split_sizes, group, "all_to_all", "split_sizes", per_rank=True)
+    mode = simulated()
+    local = local_tensors(x)
+    if mode is None:
+        need_sizes(sends, x.shape[dim], dim, "all_to_all")
+    elif local is not None:
+        for rank, t in local.items():
+            need_sizes(tuple(rank_values(s, (rank,))[rank] for s in sends), t.shape[dim], dim,
+                       f"all_to_all on rank {rank}")
+    if out_split_sizes is None:
+        return sends, _exchanged(sends, group, x.device, mode)
+    gets = size_list(out_split_sizes, group, "all_to_all", "out_split_sizes", per_rank=True)
+    check_exchange_sizes("all_to_all", group, sends, gets, x.device)
+    return sends, gets
+
+
+def _exchanged(sends: tuple[int, ...], group: Group, device: torch.device, mode: Any) -> tuple[int, ...]:
+    """What every rank sends this one: the senders' sizes, by one all-to-all of the counts."""
+    if mode is None:
+        counts = torch.tensor(sends, dtype=torch.int64, device=device)
+    else:
+        values = [rank_values(s, mode.ranks) for s in sends]
+        counts = mode.rank_map(lambda r: torch.tensor([v[r] for v in values], dtype=torch.int64, device=device))
+    ones = [1] * group.size
+    return tuple(_comm.all_to_all(counts, group, ones, ones).tolist())
 
 
 # -- ppermute ----------------------------------------------------------------------

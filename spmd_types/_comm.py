@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from spmd_types import _dist
-from spmd_types._mesh import Group, simulated
+from spmd_types._mesh import Group, rank_values, simulated
 
 __all__ = ["all_gather", "all_reduce", "all_to_all", "pad_dim", "reduce_scatter"]
 
@@ -88,21 +88,13 @@ def _uniform(*lists: Sequence[SplitSize]) -> bool:
     return len(values) == 1 and None not in values
 
 
-def _per_rank(size: SplitSize, ranks: Any) -> dict[int, int]:
-    node = getattr(size, "node", None)
-    local = getattr(node, "_local_ints", None)
-    if local is not None:
-        return {r: int(local[r]) for r in ranks}
-    return dict.fromkeys(ranks, int(size))
-
-
 def _padded_all_to_all(
     x: torch.Tensor, group: Group, out_splits: Sequence[SplitSize], in_splits: Sequence[SplitSize], mode: Any
 ) -> torch.Tensor:
     """``all_to_all`` on simulated ranks whose sizes differ: even blocks of the longest piece, then trimmed."""
     ranks = mode.ranks
-    sends = [_per_rank(s, ranks) for s in in_splits]
-    gets = [_per_rank(s, ranks) for s in out_splits]
+    sends = [rank_values(s, ranks) for s in in_splits]
+    gets = [rank_values(s, ranks) for s in out_splits]
     longest = max([1] + [v for sizes in (*sends, *gets) for v in sizes.values()])
 
     def pad(rank: int, t: torch.Tensor) -> torch.Tensor:

@@ -26,7 +26,7 @@ The mesh stack is per process (not per thread).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeAlias, cast
 
 import torch
@@ -43,6 +43,7 @@ __all__ = [
     "axis_size",
     "current_mesh",
     "per_rank",
+    "rank_values",
     "resolve_axis",
     "set_current_mesh",
     "simulated",
@@ -141,6 +142,16 @@ def local_tensors(x: torch.Tensor) -> dict[int, torch.Tensor] | None:
     if _HAVE_LOCAL_TENSOR and isinstance(x, _LocalTensor):
         return dict(x._local_tensors)
     return None
+
+
+def rank_values(value: int | torch.SymInt, ranks: Iterable[int]) -> dict[int, int]:
+    """What ``value`` is on each of the simulated ``ranks``: a plain int everywhere, or a per-rank ``SymInt``'s ints."""
+    node = getattr(value, "node", None)
+    local = getattr(node, "_local_ints", None)
+    if local is not None:
+        return {r: int(local[r]) for r in ranks}
+    constant = node.maybe_as_int() if node is not None else None  # a SymInt that holds one int
+    return dict.fromkeys(ranks, int(value) if constant is None else int(constant))
 
 
 def per_rank_int(group: Group, values: tuple[int, ...]) -> int | torch.SymInt:

@@ -51,12 +51,15 @@ from spmd_types import _checks, _comm
 from spmd_types._checks import check_ranks_agree
 from spmd_types._comm import pad_dim
 from spmd_types._errors import CollectiveArgumentError, ShapeError
-from spmd_types._mesh import Group, per_rank, per_rank_int, simulated
+from spmd_types._mesh import Group, per_rank, per_rank_int, rank_values, simulated
 from spmd_types.typesystem.collectives import CALLS, Endpoint, Transition, check_call, primitive_transitions, route
 from spmd_types.typesystem.collectives import backward as backward_transition
 from spmd_types.typesystem.local_types import I, LocalType, P, R, Shard, V
 
-__all__ = ["PRIMS", "Precision", "Prim", "check_dim", "check_tensor", "permutation", "plan", "run", "shard_sizes"]
+__all__ = [
+    "PRIMS", "Precision", "Prim", "check_dim", "check_tensor", "need_sizes", "permutation", "plan", "run",
+    "shard_sizes", "size_list",
+]
 
 Impl = Callable[[torch.Tensor, Group, int, int, Any], torch.Tensor]
 Key = tuple[str, str, str]
@@ -82,10 +85,29 @@ def shard_sizes(sizes: Sequence[int] | None, group: Group, call: str, endpoint: 
         return None
     if not isinstance(endpoint, Shard):
         raise CollectiveArgumentError(f"{call}: split_sizes= needs a shard S(i), not {endpoint.code}")
+    return size_list(sizes, group, call, "split_sizes")
+
+
+def size_list(sizes: object, group: Group, call: str, name: str, per_rank: bool = False) -> tuple[int, ...]:
+    """``sizes`` checked: one non-negative int per rank of ``group``.
+
+    With ``per_rank`` (sizes that differ from rank to rank), an entry may
+    also be a per-rank ``SymInt`` under ``LocalTensorMode``, such as
+    ``counts.tolist()`` of a simulated tensor gives.
+    """
     out = tuple(sizes) if isinstance(sizes, Iterable) else (sizes,)
-    if len(out) != group.size or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in out):
+    mode = simulated() if per_rank else None
+
+    def fits(size: object) -> bool:
+        if isinstance(size, bool):
+            return False
+        if isinstance(size, int):
+            return size >= 0
+        return mode is not None and isinstance(size, torch.SymInt) and min(rank_values(size, mode.ranks).values()) >= 0
+
+    if len(out) != group.size or not all(fits(size) for size in out):
         raise CollectiveArgumentError(
-            f"{call}: split_sizes must be {group.size} non-negative ints (one per rank of axis "
+            f"{call}: {name} must be {group.size} non-negative ints (one per rank of axis "
             f"{group.label!r}), got {sizes!r}"
         )
     return out
@@ -124,7 +146,7 @@ def _need_divisible(x: torch.Tensor, dim: int, group: Group, why: str, uneven: b
     return length // group.size
 
 
-def _need_sizes(sizes: tuple[int, ...], total: int, dim: int, why: str) -> None:
+def need_sizes(sizes: tuple[int, ...], total: int, dim: int, why: str) -> None:
     if sum(sizes) != total:
         raise ShapeError(f"{why}: split_sizes {list(sizes)} add up to {sum(sizes)}, but dim {dim} has size {total}")
 
@@ -189,7 +211,7 @@ def _scatter_chunk(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[i
             return _comm.reduce_scatter(x, group)
         rows = torch.unflatten(x, b, (group.size, chunk)).movedim(b, 0).contiguous()
         return _comm.reduce_scatter(rows, group).squeeze(0)
-    _need_sizes(sizes, x.shape[b], b, "reduce_scatter")
+    need_sizes(sizes, x.shape[b], b, "reduce_scatter")
     longest = max(sizes)
     pieces = [pad_dim(p, b, 0, longest - p.shape[b]) for p in x.split_with_sizes(list(sizes), dim=b)]
     mine = _comm.reduce_scatter(torch.stack(pieces), group).squeeze(0)
@@ -205,7 +227,7 @@ def _take_chunk(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int,
     if sizes is None:
         chunk = _need_divisible(x, b, group, "convert to S")
         return per_rank(x, group, lambda t, me: t.narrow(b, me * chunk, chunk).clone())
-    _need_sizes(sizes, x.shape[b], b, "convert to S")
+    need_sizes(sizes, x.shape[b], b, "convert to S")
     starts = _offsets(sizes)
     return per_rank(x, group, lambda t, me: t.narrow(b, starts[me], sizes[me]).clone())
 
@@ -232,11 +254,16 @@ def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
 
     dst ``V``: unbind input dim ``b``; dst ``S(b)``: chunk along ``b`` (a dim of
     the output).  src ``V``: stack at output dim ``a``; src ``S(a)``:
-    concatenate along ``a`` (a dim of the input).
+    concatenate along ``a`` (a dim of the input).  With uneven pieces
+    (``extra``, for ``S(a) -> S(a)``) the blocks along ``a`` have the sizes
+    the caller gave.
     """
 
     def impl(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
         n = group.size
+        if extra is not None:  # uneven pieces along one dim a == b: extra is (sizes sent, sizes received)
+            sends, gets = extra
+            return _comm.all_to_all(x.movedim(a, 0), group, gets, sends).movedim(0, a)
         if src_kind == "S" and dst_kind == "S" and a == 0 and b == 0:  # all_to_all_single as is
             chunk = _need_divisible(x, 0, group, "all_to_all to S", uneven=False)
             return _comm.all_to_all(x, group, [chunk] * n, [chunk] * n)
@@ -453,9 +480,11 @@ class _Step(torch.autograd.Function):
         else:
             ctx.saved = (prim, group, a, b, extra, extra_back, None)
         if prim.key[0] in _COMMUNICATING and _checks.runtime_checks_enabled():
-            # An uneven gather's shards may differ in length along the shard dim (split_sizes checks it).
-            uneven = prim.key[:2] == ("all_gather", "S") and extra is not None
-            check_ranks_agree(x, group, _describe(prim.key, a, b), extra, a if uneven else None)
+            # An uneven shard may differ in length along the shard dim (split_sizes checks it).  The
+            # sizes of an uneven all_to_all differ from rank to rank: the caller checks them on their own.
+            uneven = extra is not None and prim.key[:2] in (("all_gather", "S"), ("all_to_all", "S"))
+            agreed = None if prim.key[0] == "all_to_all" else extra
+            check_ranks_agree(x, group, _describe(prim.key, a, b), agreed, a if uneven else None)
         y = prim.forward(x, group, a, b, extra)
         return y if out_dtype is None else y.to(out_dtype)
 

@@ -80,6 +80,8 @@ def all_to_all(
     dst: _Endpoint = ...,
     split_dim: int | None = None,
     concat_dim: int | None = None,
+    split_sizes: Sequence[int] | None = None,
+    out_split_sizes: Sequence[int] | None = None,
     comm_dtype: torch.dtype | None = None,
     out_dtype: torch.dtype | None = None,
     grad_comm_dtype: torch.dtype | None = None,

@@ -116,3 +116,11 @@ def mixed_precision(s: Annotated[Tensor, S["dp", 0]], p: Annotated[Tensor, P["tp
     b = all_reduce(p, "tp", dst=V, grad_comm_dtype=torch.float32)  # E: [spmd-collective] all_reduce does not accept src=P, dst=V
     c = all_gather(s, "dp", src=S(0), dst=R, comm_dtype="bf16")  # E: [arg-type] Argument "comm_dtype" to "all_gather" has incompatible type "str"; expected "dtype | None"
     d = reduce_scatter(p, "tp", out_dtype=torch.float16, precision=torch.float16)  # E: [call-arg] Unexpected keyword argument "precision" for "reduce_scatter"
+
+
+# Uneven all-to-all (mixture-of-experts token exchange): the sizes change no SPMD type.
+def uneven_all_to_all(tokens: Annotated[Tensor, V["ep"], R["tp"]], counts: list[int], received: list[int]) -> None:
+    reveal_type(all_to_all(tokens, "ep", src=S(0), dst=S(0), split_sizes=counts, out_split_sizes=received))  # N: SpmdTensor[Literal['ep:V'] | Literal['tp:R']]
+    reveal_type(all_to_all(tokens, "ep", src=S(0), dst=S(0), split_sizes=counts))  # N: SpmdTensor[Literal['ep:V'] | Literal['tp:R']]
+    a = all_to_all(tokens, "tp", src=S(0), dst=S(0), split_sizes=counts)  # E: [spmd-collective] on axis 'tp': the input is R but all_to_all was told src=S(0)
+    b = all_to_all(tokens, "ep", src=S(0), dst=S(0), split_sizes=3)  # E: [arg-type] Argument "split_sizes" to "all_to_all" has incompatible type "int"; expected "Sequence[int] | None"
