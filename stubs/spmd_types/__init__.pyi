@@ -34,7 +34,7 @@ V: Final[LocalType]
 P: Final[LocalType]
 
 _Endpoint: TypeAlias = LocalType | Shard
-_AxisLike: TypeAlias = str | ProcessGroup | DeviceMesh
+_AxisLike: TypeAlias = str | tuple[str, ...] | ProcessGroup | DeviceMesh
 _ReduceOp: TypeAlias = Literal["sum", "avg", "max", "min"]
 
 def all_reduce(

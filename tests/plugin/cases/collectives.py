@@ -10,6 +10,7 @@ from spmd_types import I, P, R, S, V, Axis, all_gather, all_reduce, all_to_all, 
 
 TP: Final = "tp"
 TP_VARIABLE = "tp"
+DP_CP: Final = ("dp", "cp")
 
 
 def reductions(p: Annotated[Tensor, P["tp"], R["dp"]], v: Annotated[Tensor, V["tp"]]) -> None:
@@ -124,3 +125,28 @@ def uneven_all_to_all(tokens: Annotated[Tensor, V["ep"], R["tp"]], counts: list[
     reveal_type(all_to_all(tokens, "ep", src=S(0), dst=S(0), split_sizes=counts))  # N: SpmdTensor[Literal['ep:V'] | Literal['tp:R']]
     a = all_to_all(tokens, "tp", src=S(0), dst=S(0), split_sizes=counts)  # E: [spmd-collective] on axis 'tp': the input is R but all_to_all was told src=S(0)
     b = all_to_all(tokens, "ep", src=S(0), dst=S(0), split_sizes=3)  # E: [arg-type] Argument "split_sizes" to "all_to_all" has incompatible type "int"; expected "Sequence[int] | None"
+
+
+# Several axes: one collective on their flattened group; src and dst apply on every axis listed.
+def flattened_groups(
+    p: Annotated[Tensor, P["dp", "cp"], R["tp"]],
+    s: Annotated[Tensor, S["dp", 0], S["cp", 0]],
+    v: Annotated[Tensor, V["dp"], P["cp"]],
+    name: str,
+) -> None:
+    reveal_type(all_reduce(p, ("dp", "cp"), dst=R))  # N: SpmdTensor[Literal['cp:R'] | Literal['dp:R'] | Literal['tp:R']]
+    reveal_type(all_reduce(p, DP_CP, src=P, dst=I))  # N: SpmdTensor[Literal['cp:I'] | Literal['dp:I'] | Literal['tp:R']]
+    reveal_type(all_reduce(v, (TP, "dp", "cp"), src=V, dst=R))  # E: [spmd-collective] all_reduce on axis 'cp': the input is P but all_reduce was told src=V # N: SpmdTensor[Literal['cp:R'] | Literal['dp:R'] | Literal['tp:R']]
+    reveal_type(all_reduce(v, ("dp", "cp"), dst=R))  # N: SpmdTensor[Literal['cp:R'] | Literal['dp:R']]
+    reveal_type(all_gather(s, ("dp", "cp"), src=S(0), dst=I))  # N: SpmdTensor[Literal['cp:I'] | Literal['dp:I']]
+    reveal_type(reduce_scatter(p, ("dp", "cp"), dst=S(0)))  # N: SpmdTensor[Literal['cp:V'] | Literal['dp:V'] | Literal['tp:R']]
+    reveal_type(all_to_all(s, ("dp", "cp"), src=S(0), dst=S(1)))  # N: SpmdTensor[Literal['cp:V'] | Literal['dp:V']]
+    reveal_type(all_gather(p, ("dp",), src=P, dst=R, comm_dtype=torch.bfloat16))  # E: [spmd-collective] all_gather does not accept src=P, dst=R # N: SpmdTensor[Literal['cp:P'] | Literal['dp:R'] | Literal['tp:R']]
+    a = all_reduce(p, ("dp", "tp"), dst=R)  # E: [spmd-collective] all_reduce on axis 'tp': the input is R but all_reduce was told src=P
+    b = all_gather(s, ("dp", "cp"), src=S(1), dst=R)  # E: [spmd-collective] on axis 'dp': the input is S(0) but all_gather was told src=S(1) # E: [spmd-collective] on axis 'cp': the input is S(0) but all_gather was told src=S(1)
+    c = all_reduce(p, ("dp", "cp"), dst=V)  # E: [spmd-collective] all_reduce on axis 'dp': all_reduce does not accept src=P, dst=V
+    d = all_reduce(p, ("dp", "dp"), dst=R)  # E: [spmd-axis] all_reduce: the axes ('dp', 'dp') name 'dp' twice; list each mesh axis once
+    e = all_reduce(p, ("dp", name), dst=R)  # E: [spmd-axis] cannot tell which mesh axes this tuple names
+    f = all_reduce(p, (), dst=R)  # E: [spmd-axis] cannot tell which mesh axes this tuple names
+    y: Annotated[Tensor, R["dp"], R["cp"]] = all_reduce(p, ("dp", "cp"), dst=R)  # OK
+    z: Annotated[Tensor, R["dp"], R["cp"]] = all_reduce(p, ("dp", "cp"), dst=I)  # E: [spmd-boundary] on axis 'cp': expected R, got I # E: [spmd-boundary] on axis 'dp': expected R, got I
