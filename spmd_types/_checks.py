@@ -28,7 +28,11 @@ values, and a mismatch raises :class:`~spmd_types._errors.ShapeError` (dtype
 or shape) or :class:`~spmd_types._errors.CollectiveArgumentError` (a
 different call) on every rank, naming the ranks and what each passed.
 Without the check, ranks that disagree deadlock, abort inside the backend
-(gloo kills the process with SIGABRT) or silently compute garbage.  The cost
+(gloo kills the process with SIGABRT) or silently compute garbage.  Under
+``LocalTensorMode`` the collectives always make this check, whatever the
+switch says: every simulated rank's tensor is at hand, so it costs no
+communication, and a mismatch is reported as the same error rather than as
+whatever torch says when it meets tensors of different shapes.  The cost
 is one extra small all-gather per collective, waited for before the
 collective starts: about 45 µs of Python and dispatch per call (fake
 backend), plus that all-gather's latency (0.35-0.45 ms per call on gloo over
@@ -79,6 +83,11 @@ def runtime_checks_enabled() -> bool:
     return _enabled
 
 
+def checking() -> bool:
+    """Whether a collective checks that the ranks agree: with run-time checks on, and always on simulated ranks."""
+    return _enabled or simulated() is not None
+
+
 def assert_type(x: _T, *types: AxisTypes) -> _T:
     """``assert_type(x, R["dp"], S["tp", 0], ...) -> x``
 
@@ -99,6 +108,11 @@ def assert_type(x: _T, *types: AxisTypes) -> _T:
 
 
 def _check(x: torch.Tensor, types: tuple[AxisTypes, ...]) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise SpmdValueError(
+            f"assert_type: x must be a torch.Tensor to check its SPMD types, got {type(x).__name__}; "
+            f"convert it first, e.g. torch.as_tensor(x)"
+        )
     for marker in types:
         if not isinstance(marker, AxisTypes):
             raise SpmdValueError(

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 import torch
 
-from spmd_types import _comm
-from spmd_types._checks import check_exchange_sizes
+from spmd_types import _checks, _comm
+from spmd_types._checks import check_exchange_sizes, check_ranks_agree
 from spmd_types._errors import CollectiveArgumentError, NotDifferentiableError
 from spmd_types._mesh import AxisLike, Group, local_tensors, rank_values, resolve_axis, simulated
 from spmd_types._precision import precision
@@ -79,6 +79,15 @@ def _sharded_dim(
     return (0 if dim is None else check_dim(dim, unsharded_ndim, dim_name)), None
 
 
+def _summable(call: str, x: torch.Tensor, group: Group) -> None:
+    """Refuse to sum booleans: the backends' "sum" of bools is an or, or overflows, depending on the backend."""
+    if x.dtype is torch.bool:
+        raise CollectiveArgumentError(
+            f"{call} on axis {group.label!r}: the sum of torch.bool values is not a bool; sum integers "
+            f'(x.int()), or all_reduce with op="max" (a logical or) or op="min" (a logical and)'
+        )
+
+
 # -- all_reduce --------------------------------------------------------------------
 
 
@@ -89,6 +98,8 @@ class _Extremum(torch.autograd.Function):
     def forward(ctx: Any, x: torch.Tensor, group: Group, op: str, dtypes: Precision | None) -> torch.Tensor:
         ctx.op = op
         ctx.label = group.label
+        if _checks.checking():
+            check_ranks_agree(x, group, f'all_reduce(op="{op}")', None, None)
         if dtypes is None:
             return _comm.all_reduce(x, group, op)
         comm, out, _ = dtypes
@@ -177,6 +188,7 @@ def all_reduce(
     steps = plan("all_reduce", src, dst, group)
     dtypes = precision("all_reduce", x, comm_dtype, out_dtype, grad_comm_dtype)
     if op == "sum":
+        _summable("all_reduce", x, group)
         return run(steps, x, group, precision=dtypes)
     if op == "avg":
         if not (x.is_floating_point() or x.is_complex()):
@@ -343,6 +355,7 @@ def reduce_scatter(
     x = check_tensor("reduce_scatter", x)
     group = resolve_axis(axis)
     steps = plan("reduce_scatter", src, dst, group)
+    _summable("reduce_scatter", x, group)
     b, sizes = _sharded_dim("reduce_scatter", "dst", dst, "scatter_dim", scatter_dim, x.dim(), x, group, split_sizes)
     dtypes = precision("reduce_scatter", x, comm_dtype, out_dtype, grad_comm_dtype)
     return run(steps, x, group, 0, b, sizes, sizes, dtypes)
@@ -624,6 +637,8 @@ def redistribute(
     x = check_tensor("redistribute", x)
     group = resolve_axis(axis)
     steps = plan("redistribute", src, dst, group)
+    if src is P and dst is not P:
+        _summable("redistribute", x, group)
     ndim = x.dim()
     a = check_dim(src.dim, ndim, "src=S(dim)") if isinstance(src, Shard) else 0
     b = check_dim(dst.dim, ndim, "dst=S(dim)") if isinstance(dst, Shard) else 0

@@ -106,9 +106,10 @@ def size_list(sizes: object, group: Group, call: str, name: str, per_rank: bool 
         return mode is not None and isinstance(size, torch.SymInt) and min(rank_values(size, mode.ranks).values()) >= 0
 
     if len(out) != group.size or not all(fits(size) for size in out):
+        hint = f"; pass {name}=counts.tolist()" if isinstance(sizes, torch.Tensor) else ""
         raise CollectiveArgumentError(
             f"{call}: {name} must be {group.size} non-negative ints (one per rank of axis "
-            f"{group.label!r}), got {sizes!r}"
+            f"{group.label!r}), got {sizes!r}{hint}"
         )
     return out
 
@@ -479,7 +480,7 @@ class _Step(torch.autograd.Function):
             x = x if comm is None else x.to(comm)
         else:
             ctx.saved = (prim, group, a, b, extra, extra_back, None)
-        if prim.key[0] in _COMMUNICATING and _checks.runtime_checks_enabled():
+        if prim.key[0] in _COMMUNICATING and _checks.checking():
             # An uneven shard may differ in length along the shard dim (split_sizes checks it).  The
             # sizes of an uneven all_to_all differ from rank to rank: the caller checks them on their own.
             uneven = extra is not None and prim.key[:2] in (("all_gather", "S"), ("all_to_all", "S"))
