@@ -19,8 +19,12 @@ from mypy.checker import TypeChecker
 from mypy.nodes import (
     AssignmentStmt,
     Block,
+    CallExpr,
+    ClassDef,
     Context,
+    Decorator,
     Expression,
+    FuncDef,
     MypyFile,
     NameExpr,
     Node,
@@ -29,6 +33,7 @@ from mypy.nodes import (
     SymbolTableNode,
     TypeInfo,
     Var,
+    WithStmt,
 )
 from mypy.plugin import CheckerPluginInterface, TypeAnalyzerPluginInterface
 from mypy.typeops import bind_self
@@ -50,6 +55,7 @@ __all__ = [
     "past_speculation",
     "read_side_channel",
     "with_side_channel",
+    "without_autograd_spans",
 ]
 
 # Attribute names under which an SPMD-typed Instance carries its full type text,
@@ -119,24 +125,64 @@ def checked_file(api: CheckerPluginInterface) -> MypyFile | None:
     return tree if isinstance(tree, MypyFile) else None
 
 
-def inferred_assignments(tree: MypyFile) -> set[Expression]:
+def inferred_assignments(tree: MypyFile, parameters: bool) -> set[Expression]:
     """The right-hand sides assigned, without an annotation, to variables whose type mypy infers.
 
     ``a = make()`` gives ``a`` the type ``make`` declares for its result; the
     next ``a = ...`` is then checked against that type, though nobody declared
-    it for ``a``.  An empty set if the tree cannot be walked.
+    it for ``a``.  With ``parameters`` (mypy's ``allow_redefinition``, under
+    which a parameter may be re-bound to a value of another type), assignments
+    to parameters count too.  An empty set if the tree cannot be walked.
     """
     found: set[Expression] = set()
-    pending: list[Node] = list(tree.defs)
+    # Each statement with the parameter names of its function (compared by name: the daemon
+    # may replace a function's argument variables without its body's references to them).
+    pending: list[tuple[Node, frozenset[str]]] = [(node, frozenset()) for node in tree.defs]
     while pending:
-        node = pending.pop()
+        node, names = pending.pop()
+        if parameters and isinstance(node, FuncDef):
+            names = frozenset(argument.variable.name for argument in node.arguments)
         if isinstance(node, AssignmentStmt) and node.type is None and all(
-            isinstance(target, NameExpr) and isinstance(target.node, Var) and target.node.is_inferred
+            isinstance(target, NameExpr) and isinstance(target.node, Var)
+            and (target.node.is_inferred or target.name in names)
             for target in node.lvalues
         ):
             found.add(node.rvalue)
-        pending.extend(_nested_statements(node))
+        pending.extend((child, names) for child in _nested_statements(node))
     return found
+
+
+# Context managers and decorators under which torch records no autograd graph.
+_NO_GRAD: Final = frozenset({"torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
+# The methods of a custom autograd Function, which run without recording a graph.
+_FUNCTION_BASE: Final = "torch.autograd.function.Function"
+_FUNCTION_METHODS: Final = frozenset({"forward", "backward", "setup_context", "jvp", "vjp"})
+
+
+def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
+    """The line spans where no autograd runs: ``with torch.no_grad():`` bodies, functions decorated
+    with it, and the methods of custom ``torch.autograd.Function`` classes.  Empty if the tree
+    cannot be walked."""
+    spans: list[tuple[int, int]] = []
+    pending: list[Node] = list(tree.defs)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, WithStmt) and any(_is_no_grad(expr) for expr in node.expr):
+            spans.append((node.body.line, node.body.end_line or node.body.line))
+        elif isinstance(node, Decorator) and any(_is_no_grad(expr) for expr in node.decorators):
+            spans.append((node.func.line, node.func.end_line or node.func.line))
+        elif isinstance(node, ClassDef) and node.info.has_base(_FUNCTION_BASE):
+            for method in node.defs.body:
+                function = method.func if isinstance(method, Decorator) else method
+                if isinstance(function, FuncDef) and function.name in _FUNCTION_METHODS:
+                    spans.append((function.line, function.end_line or function.line))
+        pending.extend(_nested_statements(node))
+    return spans
+
+
+def _is_no_grad(expr: Expression) -> bool:
+    callee = expr.callee if isinstance(expr, CallExpr) else expr
+    return isinstance(callee, RefExpr) and callee.fullname in _NO_GRAD
 
 
 # Where statements hold other statements (mypy's compiled traversers cannot be
