@@ -222,10 +222,13 @@ def fit_declared(
     declared type as its ``dst``.
     """
     context_type = api.type_context[-1] if api.type_context else None
+    declared_result = declared_return_type(api)
+    if context_type is None and declared_result is not None and session.is_returned(api, context):
+        context_type = declared_result  # mypy's second try of a return, without context: still the return
     if context_type is None:
         return result
     expected = _optional_item(context_type)
-    if context_type is declared_return_type(api):
+    if context_type is declared_result:
         where = "return value"
     elif _is_declaration(expected) and not session.assigned_to_inferred(api, context):
         where = "value of a declared type"

@@ -29,6 +29,7 @@ from mypy.nodes import (
     NameExpr,
     Node,
     RefExpr,
+    ReturnStmt,
     Statement,
     SymbolTableNode,
     TypeInfo,
@@ -54,6 +55,7 @@ __all__ = [
     "lookup_type_name",
     "past_speculation",
     "read_side_channel",
+    "returned_values",
     "with_side_channel",
     "without_autograd_spans",
 ]
@@ -164,9 +166,7 @@ def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
     with it, and the methods of custom ``torch.autograd.Function`` classes.  Empty if the tree
     cannot be walked."""
     spans: list[tuple[int, int]] = []
-    pending: list[Node] = list(tree.defs)
-    while pending:
-        node = pending.pop()
+    for node in _statements(tree):
         if isinstance(node, WithStmt) and any(_is_no_grad(expr) for expr in node.expr):
             spans.append((node.body.line, node.body.end_line or node.body.line))
         elif isinstance(node, Decorator) and any(_is_no_grad(expr) for expr in node.decorators):
@@ -176,8 +176,26 @@ def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
                 function = method.func if isinstance(method, Decorator) else method
                 if isinstance(function, FuncDef) and function.name in _FUNCTION_METHODS:
                     spans.append((function.line, function.end_line or function.line))
-        pending.extend(_nested_statements(node))
     return spans
+
+
+def returned_values(tree: MypyFile) -> set[Expression]:
+    """The expressions of the file's ``return`` statements.
+
+    When a returned value does not fit the declared result, mypy checks it
+    again without the declared type as context and keeps that result if it
+    reports nothing (``infer_context_dependent``); a hook that knows the
+    expression is returned can still check it then.
+    """
+    return {node.expr for node in _statements(tree) if isinstance(node, ReturnStmt) and node.expr is not None}
+
+
+def _statements(tree: MypyFile) -> Iterator[Node]:
+    pending: list[Node] = list(tree.defs)
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(_nested_statements(node))
 
 
 def _is_no_grad(expr: Expression) -> bool:

@@ -10,7 +10,7 @@ from mypy.plugin import CheckerPluginInterface
 from mypy.types import CallableType
 
 from spmd_mypy.annotations import StubsWarned
-from spmd_mypy.compat import checked_file, inferred_assignments, without_autograd_spans
+from spmd_mypy.compat import checked_file, inferred_assignments, returned_values, without_autograd_spans
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.report import Reporter
@@ -68,6 +68,11 @@ class Session:
         return facts is not None and value in facts.inferred_assignments
 
 
+    def is_returned(self, api: CheckerPluginInterface, value: Context) -> bool:
+        """Whether ``value`` is the expression of a ``return`` statement."""
+        facts = self._facts(api)
+        return facts is not None and value in facts.returned_values
+
     def without_autograd(self, api: CheckerPluginInterface, where: Context) -> bool:
         """Whether ``where`` runs without autograd (see :func:`spmd_mypy.compat.without_autograd_spans`)."""
         facts = self._facts(api)
@@ -89,6 +94,10 @@ class _FileFacts:
     @functools.cached_property
     def without_autograd(self) -> list[tuple[int, int]]:
         return without_autograd_spans(self.tree)
+
+    @functools.cached_property
+    def returned_values(self) -> set[Expression]:
+        return returned_values(self.tree)
 
     @functools.cached_property
     def inferred_assignments(self) -> set[Expression]:
