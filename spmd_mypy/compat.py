@@ -24,7 +24,10 @@ from mypy.nodes import (
     Context,
     Decorator,
     Expression,
+    ExpressionStmt,
     FuncDef,
+    IndexExpr,
+    MemberExpr,
     MypyFile,
     NameExpr,
     Node,
@@ -45,6 +48,7 @@ __all__ = [
     "analyzed_file",
     "analyzed_module",
     "bind_method",
+    "buffers_written_in_place",
     "checked_file",
     "declared_return_type",
     "expression_type",
@@ -177,6 +181,53 @@ def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
                 if isinstance(function, FuncDef) and function.name in _FUNCTION_METHODS:
                     spans.append((function.line, function.end_line or function.line))
     return spans
+
+
+def buffers_written_in_place(tree: MypyFile) -> set[Expression]:
+    """The values first assigned to a variable that its function then writes in place.
+
+    ``buf = torch.zeros(n)`` followed by ``buf[i] = c``, ``buf.add_(x)``,
+    ``buf.copy_(y)`` or ``torch.cumsum(x, 0, out=buf)``: what ``buf`` holds
+    later is not the constant it started as, and mypy keeps one type for the
+    variable whatever is written into it.
+    """
+    found: set[Expression] = set()
+    for scope in [tree, *(node for node in _statements(tree) if isinstance(node, FuncDef))]:
+        body = scope.defs if isinstance(scope, MypyFile) else scope.body.body
+        written: set[str] = set()
+        assigned: list[tuple[str, Expression]] = []
+        pending: list[Node] = list(body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, FuncDef):
+                continue  # a scope of its own
+            written.update(_written_names(node))
+            if isinstance(node, AssignmentStmt) and node.type is None and len(node.lvalues) == 1:
+                target = node.lvalues[0]
+                if isinstance(target, NameExpr) and isinstance(node.rvalue, CallExpr):
+                    assigned.append((target.name, node.rvalue))
+            pending.extend(_nested_statements(node))
+        found.update(value for name, value in assigned if name in written)
+    return found
+
+
+def _written_names(node: Node) -> Iterator[str]:
+    """The variables statement ``node`` writes in place (not counting a re-binding)."""
+    if isinstance(node, AssignmentStmt):
+        for target in node.lvalues:
+            while isinstance(target, (IndexExpr, MemberExpr)):  # buf[i] = c, buf[i][j] = c, buf.data = c
+                target = target.base if isinstance(target, IndexExpr) else target.expr
+                if isinstance(target, NameExpr):
+                    yield target.name
+    elif isinstance(node, ExpressionStmt) and isinstance(node.expr, CallExpr):
+        call = node.expr
+        callee = call.callee
+        if (isinstance(callee, MemberExpr) and isinstance(callee.expr, NameExpr) and callee.name.endswith("_")
+                and not callee.name.startswith("__")):
+            yield callee.expr.name  # buf.add_(x), buf.fill_(c), buf.copy_(y), buf.index_add_(...)
+        for name, arg in zip(call.arg_names, call.args):
+            if name == "out" and isinstance(arg, NameExpr):
+                yield arg.name
 
 
 def returned_values(tree: MypyFile) -> set[Expression]:

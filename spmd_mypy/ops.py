@@ -261,6 +261,8 @@ def _apply(
     if not returns_tensor:
         return default
     result = outcome.result
+    if constant and session.is_written_later(ctx.api, ctx.context):
+        result = UNKNOWN  # a zeros buffer filled in place later holds what is written, not zeros
     out = arguments.expressions.get("out")
     out_type = expression_type(ctx.api, out) if out is not None else None
     target = Encoder.read(out_type) if out_type is not None else None

@@ -10,7 +10,13 @@ from mypy.plugin import CheckerPluginInterface
 from mypy.types import CallableType
 
 from spmd_mypy.annotations import StubsWarned
-from spmd_mypy.compat import checked_file, inferred_assignments, returned_values, without_autograd_spans
+from spmd_mypy.compat import (
+    buffers_written_in_place,
+    checked_file,
+    inferred_assignments,
+    returned_values,
+    without_autograd_spans,
+)
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.report import Reporter
@@ -68,6 +74,11 @@ class Session:
         return facts is not None and value in facts.inferred_assignments
 
 
+    def is_written_later(self, api: CheckerPluginInterface, value: Context) -> bool:
+        """Whether ``value`` starts a buffer that its function writes in place (see :mod:`spmd_mypy.compat`)."""
+        facts = self._facts(api)
+        return facts is not None and value in facts.buffers_written_in_place
+
     def is_returned(self, api: CheckerPluginInterface, value: Context) -> bool:
         """Whether ``value`` is the expression of a ``return`` statement."""
         facts = self._facts(api)
@@ -94,6 +105,10 @@ class _FileFacts:
     @functools.cached_property
     def without_autograd(self) -> list[tuple[int, int]]:
         return without_autograd_spans(self.tree)
+
+    @functools.cached_property
+    def buffers_written_in_place(self) -> set[Expression]:
+        return buffers_written_in_place(self.tree)
 
     @functools.cached_property
     def returned_values(self) -> set[Expression]:

@@ -147,6 +147,8 @@ def apply_op(
         result, violations = _join(_roles(rule, params, passed), joined)
         if rule.result is Result.DETACH or not autograd:
             result = _detached(result)
+        elif rule.result is Result.TRAINABLE:
+            result = _variable(result)
     if rule.inplace and "input" in params:
         target = types[params.index("input")]
         violations += check_fits(result, target, code=Code.INPLACE)
@@ -180,6 +182,11 @@ def _detached(t: SpmdType) -> SpmdType:
     return SpmdType(
         {axis: WEAK if kind in (R, I) else kind for axis, kind in t.items()}, t.default
     )
+
+
+def _variable(t: SpmdType) -> SpmdType:
+    """``t`` as data that will change (a parameter): a constant is no longer known to stay one."""
+    return SpmdType({axis: kind for axis, kind in t.items() if not isinstance(kind, Constant)})
 
 
 def _join_axis(
