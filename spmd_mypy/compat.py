@@ -192,8 +192,9 @@ def buffers_written_in_place(tree: MypyFile) -> set[Expression]:
     variable whatever is written into it.
     """
     found: set[Expression] = set()
-    for scope in [tree, *(node for node in _statements(tree) if isinstance(node, FuncDef))]:
-        body = scope.defs if isinstance(scope, MypyFile) else scope.body.body
+    bodies: list[list[Statement]] = [tree.defs]
+    bodies.extend(node.body.body for node in _statements(tree) if isinstance(node, FuncDef))
+    for body in bodies:
         written: set[str] = set()
         assigned: list[tuple[str, Expression]] = []
         pending: list[Node] = list(body)
