@@ -27,6 +27,7 @@ from mypy.nodes import (
 from mypy.plugin import FunctionContext
 from mypy.types import Instance, LiteralType, Type, get_proper_type
 
+from spmd_mypy import summation
 from spmd_mypy.boundaries import Producer, fit_declared
 from spmd_mypy.compat import final_str_value
 from spmd_mypy.encoding import TENSOR_CLASS, Encoder
@@ -116,6 +117,8 @@ def apply_call(
     base = have if have is not None else UNKNOWN
     result = base.with_axis(axis, outcome.output) if outcome.output is not None else base
     src_used = src if src is not None else CALLS[call].src_default
+    if x_expr is not None and src_used is not None and not outcome.violations:
+        summation.check_summed_input(session, ctx, call, x_expr, axis, src_used, dst, reduction, where or call)
     producer = Producer(call, axis, src_used, value) if src_used is not None else None
     return typed_result(session, ctx, x_type, result, producer)
 

@@ -57,6 +57,7 @@ __all__ = [
     "is_declaration",
     "lookup_type_info",
     "lookup_type_name",
+    "name_assignments",
     "past_speculation",
     "read_side_channel",
     "returned_values",
@@ -192,9 +193,7 @@ def buffers_written_in_place(tree: MypyFile) -> set[Expression]:
     variable whatever is written into it.
     """
     found: set[Expression] = set()
-    bodies: list[list[Statement]] = [tree.defs]
-    bodies.extend(node.body.body for node in _statements(tree) if isinstance(node, FuncDef))
-    for body in bodies:
+    for _, _, body in _function_bodies(tree):
         written: set[str] = set()
         assigned: list[tuple[str, Expression]] = []
         pending: list[Node] = list(body)
@@ -210,6 +209,35 @@ def buffers_written_in_place(tree: MypyFile) -> set[Expression]:
             pending.extend(_nested_statements(node))
         found.update(value for name, value in assigned if name in written)
     return found
+
+
+Assignment = tuple[int, int, int, Expression]
+"""A value assigned to a name: its line, the first and last line of its function, the value."""
+
+
+def name_assignments(tree: MypyFile) -> dict[str, list[Assignment]]:
+    """Every ``name = value`` of the file, by name, in source order within each function."""
+    found: dict[str, list[Assignment]] = {}
+    for first, last, body in _function_bodies(tree):
+        pending: list[Node] = list(reversed(body))
+        while pending:
+            node = pending.pop()
+            if isinstance(node, FuncDef):
+                continue  # a scope of its own
+            if isinstance(node, AssignmentStmt) and len(node.lvalues) == 1 and isinstance(node.lvalues[0], NameExpr):
+                found.setdefault(node.lvalues[0].name, []).append((node.line, first, last, node.rvalue))
+            pending.extend(reversed(list(_nested_statements(node))))
+    for assignments in found.values():
+        assignments.sort(key=lambda a: a[0])
+    return found
+
+
+def _function_bodies(tree: MypyFile) -> Iterator[tuple[int, int, list[Statement]]]:
+    """The module's top level and every function body, with the lines each spans."""
+    yield 0, 1 << 30, tree.defs
+    for node in _statements(tree):
+        if isinstance(node, FuncDef):
+            yield node.line, node.end_line or node.line, node.body.body
 
 
 def _written_names(node: Node) -> Iterator[str]:

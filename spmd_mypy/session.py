@@ -11,9 +11,11 @@ from mypy.types import CallableType
 
 from spmd_mypy.annotations import StubsWarned
 from spmd_mypy.compat import (
+    Assignment,
     buffers_written_in_place,
     checked_file,
     inferred_assignments,
+    name_assignments,
     returned_values,
     without_autograd_spans,
 )
@@ -79,6 +81,17 @@ class Session:
         facts = self._facts(api)
         return facts is not None and value in facts.buffers_written_in_place
 
+    def value_of(self, api: CheckerPluginInterface, name: str, used: Context) -> Expression | None:
+        """The value last assigned to ``name`` before ``used``, in the function that ``used`` is in."""
+        facts = self._facts(api)
+        if facts is None:
+            return None
+        found = None
+        for line, first, last, value in facts.name_assignments.get(name, ()):
+            if line < used.line and first <= used.line <= last and (found is None or first >= found[1]):
+                found = (line, first, last, value)
+        return found[3] if found is not None else None
+
     def is_returned(self, api: CheckerPluginInterface, value: Context) -> bool:
         """Whether ``value`` is the expression of a ``return`` statement."""
         facts = self._facts(api)
@@ -109,6 +122,10 @@ class _FileFacts:
     @functools.cached_property
     def buffers_written_in_place(self) -> set[Expression]:
         return buffers_written_in_place(self.tree)
+
+    @functools.cached_property
+    def name_assignments(self) -> dict[str, list[Assignment]]:
+        return name_assignments(self.tree)
 
     @functools.cached_property
     def returned_values(self) -> set[Expression]:
