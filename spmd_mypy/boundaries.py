@@ -25,6 +25,7 @@ from mypy.types import (
     CallableType,
     FunctionLike,
     Instance,
+    NoneType,
     ProperType,
     TupleType,
     Type,
@@ -220,10 +221,14 @@ def fit_declared(
     computed the value, the fix offered on its axis is that call with the
     declared type as its ``dst``.
     """
-    expected = api.type_context[-1] if api.type_context else None
-    if expected is None:
+    context_type = api.type_context[-1] if api.type_context else None
+    declared_result = declared_return_type(api)
+    if context_type is None and declared_result is not None and session.is_returned(api, context):
+        context_type = declared_result  # mypy's second try of a return, without context: still the return
+    if context_type is None:
         return result
-    if expected is declared_return_type(api):
+    expected = _optional_item(context_type)
+    if context_type is declared_result:
         where = "return value"
     elif _is_declaration(expected) and not session.assigned_to_inferred(api, context):
         where = "value of a declared type"
@@ -245,7 +250,9 @@ def fit_declared(
         operands = (producer.x,)
     value_name = spell(context) if isinstance(context, Expression) else "x"
     session.reporter.violations(api, violations, context, where, operands, value=value_name, operator=operator)
-    return expected
+    # A value that fits and that mypy accepts as it is keeps its own type, so that a declared
+    # variable re-bound to it is narrowed to it (x = all_reduce(x, ..., op="max") is a constant).
+    return result if not violations and _any_argument(result) else expected
 
 
 def as_computed(session: Session, api: CheckerPluginInterface, typ: Type) -> Type:
@@ -263,6 +270,23 @@ def as_computed(session: Session, api: CheckerPluginInterface, typ: Type) -> Typ
     if not isinstance(spmd, SpmdType) or not proper.type.bases:
         return typ
     return session.encoder(api).tensor(spmd, proper.type.bases[0], inferred=True) or typ
+
+
+def _optional_item(typ: Type) -> Type:
+    """``X`` for ``Optional[X]`` (a parameter or attribute that may be unset), else ``typ``."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, UnionType):
+        items = [item for item in proper.items if not isinstance(get_proper_type(item), NoneType)]
+        if len(items) == 1:
+            return items[0]
+    return typ
+
+
+def _any_argument(typ: Type) -> bool:
+    """Whether ``typ`` is an SPMD-typed tensor whose mypy type lists no axis (``SpmdTensor[Any]``)."""
+    proper = get_proper_type(typ)
+    return (isinstance(proper, Instance) and proper.type.fullname in _TENSORS and len(proper.args) == 1
+            and isinstance(get_proper_type(proper.args[0]), AnyType))
 
 
 def _is_plain_tensor(typ: Type) -> bool:

@@ -27,6 +27,7 @@ from mypy.nodes import (
 from mypy.plugin import FunctionContext
 from mypy.types import Instance, LiteralType, TupleType, Type, get_proper_type
 
+from spmd_mypy import summation
 from spmd_mypy.boundaries import Producer, fit_declared
 from spmd_mypy.compat import final_str_value
 from spmd_mypy.encoding import TENSOR_CLASS, Encoder
@@ -117,6 +118,11 @@ def apply_call(
     value = spell(x_expr) if x_expr is not None else "x"
     session.reporter.violations(ctx.api, violations, ctx.context, where or call, (value,), value)
     src_used = src if src is not None else CALLS[call].src_default
+    if x_expr is not None and src_used is not None:
+        # A replicated summand added to per-rank values is counted once per rank on each axis summed over.
+        for name in axes:
+            if not any(v.axis == name for v in violations):
+                summation.check_summed_input(session, ctx, call, x_expr, name, src_used, dst, reduction, where or call)
     # A boundary mismatch is fixed at the call itself (its dst), which a fix can spell for one axis.
     producer = Producer(call, axes[0], src_used, value) if src_used is not None and len(axes) == 1 else None
     return typed_result(session, ctx, x_type, result, producer)

@@ -19,16 +19,25 @@ from mypy.checker import TypeChecker
 from mypy.nodes import (
     AssignmentStmt,
     Block,
+    CallExpr,
+    ClassDef,
     Context,
+    Decorator,
     Expression,
+    ExpressionStmt,
+    FuncDef,
+    IndexExpr,
+    MemberExpr,
     MypyFile,
     NameExpr,
     Node,
     RefExpr,
+    ReturnStmt,
     Statement,
     SymbolTableNode,
     TypeInfo,
     Var,
+    WithStmt,
 )
 from mypy.plugin import CheckerPluginInterface, TypeAnalyzerPluginInterface
 from mypy.typeops import bind_self
@@ -39,6 +48,7 @@ __all__ = [
     "analyzed_file",
     "analyzed_module",
     "bind_method",
+    "buffers_written_in_place",
     "checked_file",
     "declared_return_type",
     "expression_type",
@@ -47,9 +57,12 @@ __all__ = [
     "is_declaration",
     "lookup_type_info",
     "lookup_type_name",
+    "name_assignments",
     "past_speculation",
     "read_side_channel",
+    "returned_values",
     "with_side_channel",
+    "without_autograd_spans",
 ]
 
 # Attribute names under which an SPMD-typed Instance carries its full type text,
@@ -119,24 +132,155 @@ def checked_file(api: CheckerPluginInterface) -> MypyFile | None:
     return tree if isinstance(tree, MypyFile) else None
 
 
-def inferred_assignments(tree: MypyFile) -> set[Expression]:
+def inferred_assignments(tree: MypyFile, parameters: bool) -> set[Expression]:
     """The right-hand sides assigned, without an annotation, to variables whose type mypy infers.
 
     ``a = make()`` gives ``a`` the type ``make`` declares for its result; the
     next ``a = ...`` is then checked against that type, though nobody declared
-    it for ``a``.  An empty set if the tree cannot be walked.
+    it for ``a``.  With ``parameters`` (mypy's ``allow_redefinition``, under
+    which a parameter may be re-bound to a value of another type), assignments
+    to parameters count too.  An empty set if the tree cannot be walked.
     """
     found: set[Expression] = set()
-    pending: list[Node] = list(tree.defs)
+    # Each statement with the parameter names of its function (compared by name: the daemon
+    # may replace a function's argument variables without its body's references to them).
+    pending: list[tuple[Node, frozenset[str]]] = [(node, frozenset()) for node in tree.defs]
     while pending:
-        node = pending.pop()
+        node, names = pending.pop()
+        if parameters and isinstance(node, FuncDef):
+            names = frozenset(argument.variable.name for argument in node.arguments)
         if isinstance(node, AssignmentStmt) and node.type is None and all(
-            isinstance(target, NameExpr) and isinstance(target.node, Var) and target.node.is_inferred
+            isinstance(target, NameExpr) and isinstance(target.node, Var)
+            and (target.node.is_inferred or target.name in names)
             for target in node.lvalues
         ):
             found.add(node.rvalue)
-        pending.extend(_nested_statements(node))
+        pending.extend((child, names) for child in _nested_statements(node))
     return found
+
+
+# Context managers and decorators under which torch records no autograd graph.
+_NO_GRAD: Final = frozenset({"torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
+# The methods of a custom autograd Function, which run without recording a graph.
+_FUNCTION_BASE: Final = "torch.autograd.function.Function"
+_FUNCTION_METHODS: Final = frozenset({"forward", "backward", "setup_context", "jvp", "vjp"})
+
+
+def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
+    """The line spans where no autograd runs: ``with torch.no_grad():`` bodies, functions decorated
+    with it, and the methods of custom ``torch.autograd.Function`` classes.  Empty if the tree
+    cannot be walked."""
+    spans: list[tuple[int, int]] = []
+    for node in _statements(tree):
+        if isinstance(node, WithStmt) and any(_is_no_grad(expr) for expr in node.expr):
+            spans.append((node.body.line, node.body.end_line or node.body.line))
+        elif isinstance(node, Decorator) and any(_is_no_grad(expr) for expr in node.decorators):
+            spans.append((node.func.line, node.func.end_line or node.func.line))
+        elif isinstance(node, ClassDef) and node.info.has_base(_FUNCTION_BASE):
+            for method in node.defs.body:
+                function = method.func if isinstance(method, Decorator) else method
+                if isinstance(function, FuncDef) and function.name in _FUNCTION_METHODS:
+                    spans.append((function.line, function.end_line or function.line))
+    return spans
+
+
+def buffers_written_in_place(tree: MypyFile) -> set[Expression]:
+    """The values first assigned to a variable that its function then writes in place.
+
+    ``buf = torch.zeros(n)`` followed by ``buf[i] = c``, ``buf.add_(x)``,
+    ``buf.copy_(y)`` or ``torch.cumsum(x, 0, out=buf)``: what ``buf`` holds
+    later is not the constant it started as, and mypy keeps one type for the
+    variable whatever is written into it.
+    """
+    found: set[Expression] = set()
+    for _, _, body in _function_bodies(tree):
+        written: set[str] = set()
+        assigned: list[tuple[str, Expression]] = []
+        pending: list[Node] = list(body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, FuncDef):
+                continue  # a scope of its own
+            written.update(_written_names(node))
+            if isinstance(node, AssignmentStmt) and node.type is None and len(node.lvalues) == 1:
+                target = node.lvalues[0]
+                if isinstance(target, NameExpr) and isinstance(node.rvalue, CallExpr):
+                    assigned.append((target.name, node.rvalue))
+            pending.extend(_nested_statements(node))
+        found.update(value for name, value in assigned if name in written)
+    return found
+
+
+Assignment = tuple[int, int, int, Expression]
+"""A value assigned to a name: its line, the first and last line of its function, the value."""
+
+
+def name_assignments(tree: MypyFile) -> dict[str, list[Assignment]]:
+    """Every ``name = value`` of the file, by name, in source order within each function."""
+    found: dict[str, list[Assignment]] = {}
+    for first, last, body in _function_bodies(tree):
+        pending: list[Node] = list(reversed(body))
+        while pending:
+            node = pending.pop()
+            if isinstance(node, FuncDef):
+                continue  # a scope of its own
+            if isinstance(node, AssignmentStmt) and len(node.lvalues) == 1 and isinstance(node.lvalues[0], NameExpr):
+                found.setdefault(node.lvalues[0].name, []).append((node.line, first, last, node.rvalue))
+            pending.extend(reversed(list(_nested_statements(node))))
+    for assignments in found.values():
+        assignments.sort(key=lambda a: a[0])
+    return found
+
+
+def _function_bodies(tree: MypyFile) -> Iterator[tuple[int, int, list[Statement]]]:
+    """The module's top level and every function body, with the lines each spans."""
+    yield 0, 1 << 30, tree.defs
+    for node in _statements(tree):
+        if isinstance(node, FuncDef):
+            yield node.line, node.end_line or node.line, node.body.body
+
+
+def _written_names(node: Node) -> Iterator[str]:
+    """The variables statement ``node`` writes in place (not counting a re-binding)."""
+    if isinstance(node, AssignmentStmt):
+        for target in node.lvalues:
+            while isinstance(target, (IndexExpr, MemberExpr)):  # buf[i] = c, buf[i][j] = c, buf.data = c
+                target = target.base if isinstance(target, IndexExpr) else target.expr
+                if isinstance(target, NameExpr):
+                    yield target.name
+    elif isinstance(node, ExpressionStmt) and isinstance(node.expr, CallExpr):
+        call = node.expr
+        callee = call.callee
+        if (isinstance(callee, MemberExpr) and isinstance(callee.expr, NameExpr) and callee.name.endswith("_")
+                and not callee.name.startswith("__")):
+            yield callee.expr.name  # buf.add_(x), buf.fill_(c), buf.copy_(y), buf.index_add_(...)
+        for name, arg in zip(call.arg_names, call.args):
+            if name == "out" and isinstance(arg, NameExpr):
+                yield arg.name
+
+
+def returned_values(tree: MypyFile) -> set[Expression]:
+    """The expressions of the file's ``return`` statements.
+
+    When a returned value does not fit the declared result, mypy checks it
+    again without the declared type as context and keeps that result if it
+    reports nothing (``infer_context_dependent``); a hook that knows the
+    expression is returned can still check it then.
+    """
+    return {node.expr for node in _statements(tree) if isinstance(node, ReturnStmt) and node.expr is not None}
+
+
+def _statements(tree: MypyFile) -> Iterator[Node]:
+    pending: list[Node] = list(tree.defs)
+    while pending:
+        node = pending.pop()
+        yield node
+        pending.extend(_nested_statements(node))
+
+
+def _is_no_grad(expr: Expression) -> bool:
+    callee = expr.callee if isinstance(expr, CallExpr) else expr
+    return isinstance(callee, RefExpr) and callee.fullname in _NO_GRAD
 
 
 # Where statements hold other statements (mypy's compiled traversers cannot be

@@ -26,7 +26,7 @@ from mypy.plugin import (
 )
 from mypy.types import CallableType, FunctionLike, Instance, Type, TypeType, TypeVarType, get_proper_type
 
-from spmd_mypy import boundaries, collectives, ecosystem, ops
+from spmd_mypy import boundaries, collectives, ecosystem, gradual, ops
 from spmd_mypy.annotations import ANNOTATED_NAMES, SPMD_ALIAS, analyze
 from spmd_mypy.compat import bind_method
 from spmd_mypy.config import PluginOptions
@@ -85,9 +85,12 @@ class Hooks:
         public = ops.public_function_name(fullname)
         if public is not None:
             return self._guard(lambda ctx: ops.check_function(session, ctx, public), _default_return)
-        if self._declared_signature(fullname) is not None:
+        answer = self._declared(fullname)
+        if answer.signature is not None:
             short = fullname.rpartition(".")[2]
             return self._guard(lambda ctx: self._check_call(ctx, short), _default_return)
+        if answer.plain_result:
+            return self._guard(lambda ctx: gradual.unknown_result(session, ctx), _default_return)
         return None
 
     def function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
@@ -111,9 +114,12 @@ class Hooks:
         module_op = ops.torch_module_op(owner) if method == "__call__" else None
         if module_op is not None:
             return self._guard(lambda ctx: ops.check_module_call(session, ctx, module_op), _default_return)
-        if self._method_signature(owner, method) is not None:
+        answer = self._method(owner, method)
+        if answer.signature is not None:
             callee = f"{owner.rpartition('.')[2]}.{'forward' if method in ('__call__', 'apply') else method}"
             return self._guard(lambda ctx: self._check_call(ctx, callee), _default_return)
+        if answer.plain_result:
+            return self._guard(lambda ctx: gradual.unknown_result(session, ctx), _default_return)
         return None
 
     def method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
@@ -138,6 +144,9 @@ class Hooks:
 
     def _declared_signature(self, fullname: str) -> CallableType | None:
         """The signature of function ``fullname`` if it has SPMD-typed parameters or result."""
+        return self._declared(fullname).signature
+
+    def _declared(self, fullname: str) -> _Answer:
         return self._remembered(("", fullname), lambda: self._lookup_declared(fullname))
 
     def _lookup_declared(self, fullname: str) -> _Answer:
@@ -152,19 +161,22 @@ class Hooks:
         For an ``nn.Module``'s ``__call__`` and an autograd Function's ``apply``
         that is the signature of ``forward``.
         """
+        return self._method(owner, method).signature
+
+    def _method(self, owner: str, method: str) -> _Answer:
         return self._remembered((owner, method), lambda: self._lookup_method(owner, method))
 
-    def _remembered(self, key: tuple[str, str], lookup: Callable[[], _Answer]) -> CallableType | None:
+    def _remembered(self, key: tuple[str, str], lookup: Callable[[], _Answer]) -> _Answer:
         known = self._callables.get(key)
         if known is not None and known.is_current():
-            return known.signature
+            return known
         try:
             found = lookup()
         except Exception:
             found = _UNKNOWN  # a lookup that fails means: not a callable with an SPMD signature
         if self._session.modules is not None:  # before mypy hands over the modules, nothing is known yet
             self._callables[key] = found
-        return found.signature
+        return found
 
     def _lookup_method(self, owner: str, method: str) -> _Answer:
         if self._session.modules is None or not owner:
@@ -244,6 +256,7 @@ class _Answer:
     node: object  # the function, method or variable the signature was read from
     read: CallableType | None  # its signature when read
     signature: CallableType | None  # ``read`` when it has SPMD types
+    plain_result: bool = False  # a call gives plain tensors (see spmd_mypy.gradual)
 
     @staticmethod
     def of(info: TypeInfo | None, node: object, *, generic_in_tensors: bool = False) -> _Answer:
@@ -253,7 +266,11 @@ class _Answer:
             read = None  # a method that is not a plain function (overloaded, a property...)
         typed = read is not None and (_has_spmd_signature(read) or (generic_in_tensors and _generic_in_tensors(read)))
         spmd = read if typed else None
-        return _Answer(info.mro if info is not None else None, info, node, read, spmd)
+        if isinstance(node, TypeInfo):
+            plain = gradual.returns_plain_tensor(node)  # a constructor: nn.Parameter(...)
+        else:
+            plain = spmd is None and read is not None and gradual.returns_plain_tensor(read.ret_type)
+        return _Answer(info.mro if info is not None else None, info, node, read, spmd, plain)
 
     def is_current(self) -> bool:
         if self.info is not None and self.info.mro is not self.class_mro:

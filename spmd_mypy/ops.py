@@ -224,9 +224,9 @@ def _is_any(typ: Type) -> bool:
 
 
 @functools.lru_cache(maxsize=8192)
-def _outcome(rule: OpRule, operands: tuple[Operand, ...], passed: frozenset[str]) -> OpOutcome:
+def _outcome(rule: OpRule, operands: tuple[Operand, ...], passed: frozenset[str], autograd: bool) -> OpOutcome:
     """:func:`apply_op`, remembered: a model applies the same few ops to the same few types."""
-    return apply_op(rule, operands, passed)
+    return apply_op(rule, operands, passed, autograd=autograd)
 
 
 def _is_union(typ: Type) -> bool:
@@ -254,12 +254,15 @@ def _apply(
         return default  # size(), item(), and the like
     for expr, found in arguments.divergent:
         report_divergent(session, ctx.api, expr, found, operator=operator)
-    outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed))
+    autograd = not session.without_autograd(ctx.api, ctx.context)
+    outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
     session.reporter.violations(ctx.api, outcome.violations, ctx.context, display_name(name), arguments.spelled,
                                 operator=operator)
     if not returns_tensor:
         return default
     result = outcome.result
+    if constant and session.is_written_later(ctx.api, ctx.context):
+        result = UNKNOWN  # a zeros buffer filled in place later holds what is written, not zeros
     out = arguments.expressions.get("out")
     out_type = expression_type(ctx.api, out) if out is not None else None
     target = Encoder.read(out_type) if out_type is not None else None

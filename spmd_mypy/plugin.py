@@ -61,6 +61,17 @@ def _check_library_roles(options: config.PluginOptions, config_file: str | None)
                                  f"the groups are {', '.join(ROLES)}")
 
 
+WITHOUT_REDEFINITION_NOTE: Final = (
+    "spmd-mypy: note: allow_redefinition is off, so mypy fixes a variable's type at its first "
+    "assignment and the plugin cannot re-type it: a re-bound variable that is returned or assigned by "
+    "name is not compared with the declaration, and a variable whose SPMD type differs between "
+    "branches is not reported (spmd-branch); operations, calls, collectives and returned "
+    "expressions are checked as usual. Set allow_redefinition = True and local_partial_types = True "
+    "(spmd-check --print-config shows the recommended configuration)"
+)
+"""Said once per run on standard error when the checks depend on the missing option."""
+
+
 class SpmdPlugin(Plugin):
     """Checks SPMD types; see the package documentation for the rules."""
 
@@ -73,6 +84,8 @@ class SpmdPlugin(Plugin):
             # A configuration mistake, reported like mypy's own: a message and exit status 2.
             print(f"spmd-mypy: {error}", file=sys.stderr)
             raise SystemExit(2) from None
+        if not options.allow_redefinition:
+            print(WITHOUT_REDEFINITION_NOTE, file=sys.stderr)
         self._fingerprint = _rules_fingerprint()
         self._modules: dict[str, MypyFile] | None = None
         self._loaded: Hooks | None = None

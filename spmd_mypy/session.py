@@ -10,7 +10,15 @@ from mypy.plugin import CheckerPluginInterface
 from mypy.types import CallableType
 
 from spmd_mypy.annotations import StubsWarned
-from spmd_mypy.compat import checked_file, inferred_assignments
+from spmd_mypy.compat import (
+    Assignment,
+    buffers_written_in_place,
+    checked_file,
+    inferred_assignments,
+    name_assignments,
+    returned_values,
+    without_autograd_spans,
+)
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.report import Reporter
@@ -48,8 +56,9 @@ class Session:
         if tree is None:
             return None
         facts = self._files.get(tree.path)
-        if facts is None or facts.tree is not tree:
-            facts = self._files[tree.path] = _FileFacts(tree)
+        # The daemon merges a re-parsed module into its old tree object: new contents, same tree.
+        if facts is None or facts.tree is not tree or facts.defs is not tree.defs:
+            facts = self._files[tree.path] = _FileFacts(tree, bool(api.options.allow_redefinition))
         return facts
 
     def uses_spmd(self, api: CheckerPluginInterface) -> bool:
@@ -58,24 +67,73 @@ class Session:
         return facts is not None and facts.uses_spmd
 
     def assigned_to_inferred(self, api: CheckerPluginInterface, value: Context) -> bool:
-        """Whether ``value`` is assigned to a variable without a declared type."""
+        """Whether ``value`` is assigned to a variable without a declared type, or one mypy lets re-bind.
+
+        Under ``allow_redefinition`` mypy lets a parameter be re-bound to a value of
+        another type (``x = all_reduce(x, "tp", src=V, dst=R)``), as an inferred variable.
+        """
         facts = self._facts(api)
         return facts is not None and value in facts.inferred_assignments
+
+
+    def is_written_later(self, api: CheckerPluginInterface, value: Context) -> bool:
+        """Whether ``value`` starts a buffer that its function writes in place (see :mod:`spmd_mypy.compat`)."""
+        facts = self._facts(api)
+        return facts is not None and value in facts.buffers_written_in_place
+
+    def value_of(self, api: CheckerPluginInterface, name: str, used: Context) -> Expression | None:
+        """The value last assigned to ``name`` before ``used``, in the function that ``used`` is in."""
+        facts = self._facts(api)
+        if facts is None:
+            return None
+        found = None
+        for line, first, last, value in facts.name_assignments.get(name, ()):
+            if line < used.line and first <= used.line <= last and (found is None or first >= found[1]):
+                found = (line, first, last, value)
+        return found[3] if found is not None else None
+
+    def is_returned(self, api: CheckerPluginInterface, value: Context) -> bool:
+        """Whether ``value`` is the expression of a ``return`` statement."""
+        facts = self._facts(api)
+        return facts is not None and value in facts.returned_values
+
+    def without_autograd(self, api: CheckerPluginInterface, where: Context) -> bool:
+        """Whether ``where`` runs without autograd (see :func:`spmd_mypy.compat.without_autograd_spans`)."""
+        facts = self._facts(api)
+        return facts is not None and any(first <= where.line <= last for first, last in facts.without_autograd)
 
 
 class _FileFacts:
     """Facts about one parsed file, each computed when first asked for."""
 
-    def __init__(self, tree: MypyFile) -> None:
+    def __init__(self, tree: MypyFile, redefinable_parameters: bool) -> None:
         self.tree = tree
+        self.defs = tree.defs
+        self.redefinable_parameters = redefinable_parameters
 
     @functools.cached_property
     def uses_spmd(self) -> bool:
         return _imports_spmd_types(self.tree)
 
     @functools.cached_property
+    def without_autograd(self) -> list[tuple[int, int]]:
+        return without_autograd_spans(self.tree)
+
+    @functools.cached_property
+    def buffers_written_in_place(self) -> set[Expression]:
+        return buffers_written_in_place(self.tree)
+
+    @functools.cached_property
+    def name_assignments(self) -> dict[str, list[Assignment]]:
+        return name_assignments(self.tree)
+
+    @functools.cached_property
+    def returned_values(self) -> set[Expression]:
+        return returned_values(self.tree)
+
+    @functools.cached_property
     def inferred_assignments(self) -> set[Expression]:
-        return inferred_assignments(self.tree)
+        return inferred_assignments(self.tree, self.redefinable_parameters)
 
 
 def _imports_spmd_types(file: MypyFile) -> bool:

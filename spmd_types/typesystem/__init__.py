@@ -72,6 +72,8 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.spmd_type import UNKNOWN as UNKNOWN
     from spmd_types.typesystem.spmd_type import SpmdType as SpmdType
     from spmd_types.typesystem.spmd_type import parse as parse
+    from spmd_types.typesystem.summation import summed_replicated_term as summed_replicated_term
+    from spmd_types.typesystem.summation import sums_over_axis as sums_over_axis
     from spmd_types.typesystem.violations import Fix as Fix
     from spmd_types.typesystem.violations import Violation as Violation
 
@@ -98,6 +100,7 @@ _DEFINED_IN: dict[str, str] = {
         "collectives",
     ),
     **dict.fromkeys(("check_backward",), "loss"),
+    **dict.fromkeys(("summed_replicated_term", "sums_over_axis"), "summation"),
     **dict.fromkeys(
         ("EQUIVALENTS", "GROUP_GETTERS", "IN_PLACE", "ROLES", "Equivalent", "InPlace", "check_in_place"), "ecosystem"
     ),

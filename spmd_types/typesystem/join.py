@@ -119,16 +119,23 @@ def _roles(rule: OpRule, params: Sequence[str], passed: Collection[str]) -> _Rol
 
 
 def apply_op(
-    rule: OpRule, operands: Sequence[Operand], passed: Collection[str] = ()
+    rule: OpRule, operands: Sequence[Operand], passed: Collection[str] = (), *, autograd: bool = True
 ) -> OpOutcome:
     """The result type of an op with rule ``rule`` applied to ``operands``.
 
     ``passed`` names the non-tensor arguments given explicitly (``rounding_mode``),
     which can make an op non-linear.  For in-place ops the result must also fit
     the type of the ``input`` operand, which it keeps.
+
+    Where no autograd runs (``autograd=False``: under ``torch.no_grad()``, in a
+    custom autograd Function's ``forward`` and ``backward``) only the rules on
+    values hold: R and I coincide (both are weak constants, as detached values
+    are), so I mixes with V, while a pending sum through a non-linear op is
+    still wrong.  The result carries no gradient either.
     """
     params = [canonical_param(op.param) for op in operands]
     types = [op.type for op in operands]
+    joined = types if autograd else [_detached(t) for t in types]
     violations: tuple[Violation, ...] = ()
     if rule.result is Result.ZERO:
         result = SpmdType(default=ZERO)
@@ -137,9 +144,11 @@ def apply_op(
     elif rule.result is Result.FRESH:
         result = UNKNOWN
     else:
-        result, violations = _join(_roles(rule, params, passed), types)
-        if rule.result is Result.DETACH:
+        result, violations = _join(_roles(rule, params, passed), joined)
+        if rule.result is Result.DETACH or not autograd:
             result = _detached(result)
+        elif rule.result is Result.TRAINABLE:
+            result = _variable(result)
     if rule.inplace and "input" in params:
         target = types[params.index("input")]
         violations += check_fits(result, target, code=Code.INPLACE)
@@ -173,6 +182,11 @@ def _detached(t: SpmdType) -> SpmdType:
     return SpmdType(
         {axis: WEAK if kind in (R, I) else kind for axis, kind in t.items()}, t.default
     )
+
+
+def _variable(t: SpmdType) -> SpmdType:
+    """``t`` as data that will change (a parameter): a constant is no longer known to stay one."""
+    return SpmdType({axis: kind for axis, kind in t.items() if not isinstance(kind, Constant)})
 
 
 def _join_axis(

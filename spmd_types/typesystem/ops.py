@@ -63,6 +63,8 @@ class Result(enum.Enum):
     """New data nothing is known about (``empty``, ``randn``): unknown on every axis."""
     DETACH = "detach"
     """The operand without its gradient: ``R`` and ``I`` axes become weak."""
+    TRAINABLE = "trainable"
+    """A parameter made from its data: the data's type, but never a constant (it will be trained or loaded)."""
 
 
 @dataclass(frozen=True)
@@ -321,7 +323,7 @@ _INPLACE_VARIANTS: Final = (
 
 
 _CLASSES: Final[dict[str, OpRule]] = {
-    "torch.nn.Parameter": _linear("data"),
+    "torch.nn.Parameter": OpRule(terms=(("data",),), result=Result.TRAINABLE),
 }
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from spmd_mypy import cli, recommended
+from spmd_mypy.plugin import WITHOUT_REDEFINITION_NOTE
 
 from .harness import ROOT, SUBPROCESS_ENV
 
@@ -69,3 +70,15 @@ def test_the_pyproject_form_checks_with_mypy(tmp_path: Path) -> None:
                          env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stdout + run.stderr
     assert run.stdout.startswith("layers.py:6: error: + on axis 'tp'") and "[spmd-partial]" in run.stdout
+    assert WITHOUT_REDEFINITION_NOTE not in run.stderr
+
+
+def test_without_allow_redefinition_the_plugin_says_what_is_not_checked(tmp_path: Path) -> None:
+    """Only the plugins line in a configuration: one note on standard error naming the option."""
+    (tmp_path / "mypy.ini").write_text(f"[mypy]\nplugins = spmd_mypy.plugin\nmypy_path = {ROOT / 'stubs'}\n")
+    (tmp_path / "layers.py").write_text(BUGGY)
+    run = subprocess.run([sys.executable, "-m", "mypy", "--no-error-summary", "layers.py"], cwd=tmp_path,
+                         env=SUBPROCESS_ENV, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.stderr.count(WITHOUT_REDEFINITION_NOTE) == 1, run.stderr
+    assert "[spmd-partial]" in run.stdout  # the other checks still run

@@ -1,0 +1,69 @@
+"""Tensors without an SPMD type, met in code that has them: unknown, and accepted like ``Any``.
+
+A helper annotated ``-> torch.Tensor`` (in an unannotated module, in a library,
+or a torch function outside the op table) returns a plain tensor.  mypy would
+reject that value where an SPMD type is declared (``SpmdTensor`` is a subclass
+of ``Tensor``), even when it first goes through a variable::
+
+    h = helper(x)  # plain Tensor
+    return h       # declared Annotated[Tensor, R["tp"]]
+
+In a module that imports ``spmd_types``, such a call's result is therefore
+given the SPMD type that knows no axis, ``SpmdTensor[Any]``: a subclass of the
+plain class, so it still goes everywhere the plain tensor went, and accepted
+wherever an SPMD type is declared, as gradual typing promises.  Elsewhere the
+plugin leaves the result alone.
+
+Only tensors at the top of the result, in a union (``Optional[Tensor]``) or in
+a tuple are given the unknown type; inside an invariant container
+(``list[Tensor]``) a subclass would no longer match the plain element type.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mypy.nodes import TypeInfo
+from mypy.plugin import FunctionContext, MethodContext
+from mypy.types import Instance, TupleType, Type, UnionType, get_proper_type
+
+from spmd_mypy.encoding import PARAMETER_CLASS, TENSOR_CLASS, Encoder
+from spmd_mypy.session import Session
+from spmd_types.typesystem import SpmdType
+
+__all__ = ["returns_plain_tensor", "unknown_result"]
+
+_PLAIN: Final = frozenset({TENSOR_CLASS, PARAMETER_CLASS})
+_NOTHING_KNOWN: Final = SpmdType()
+
+
+def returns_plain_tensor(result: Type | TypeInfo) -> bool:
+    """Whether a call's declared ``result`` (or a call of class ``result``) gives a plain tensor."""
+    if isinstance(result, TypeInfo):
+        return result.fullname in _PLAIN
+    proper = get_proper_type(result)
+    if isinstance(proper, Instance):
+        return proper.type.fullname in _PLAIN
+    if isinstance(proper, (UnionType, TupleType)):
+        return any(returns_plain_tensor(item) for item in proper.items)
+    return False
+
+
+def unknown_result(session: Session, ctx: FunctionContext | MethodContext) -> Type:
+    """The call's result, its plain tensors made tensors of unknown SPMD type in a module that uses them."""
+    if not session.uses_spmd(ctx.api):
+        return ctx.default_return_type
+    return _unknown(session.encoder(ctx.api), ctx.default_return_type)
+
+
+def _unknown(encoder: Encoder, typ: Type) -> Type:
+    proper = get_proper_type(typ)
+    if isinstance(proper, Instance):
+        if proper.type.fullname in _PLAIN:
+            return encoder.tensor(_NOTHING_KNOWN, proper, inferred=True) or typ
+        return typ
+    if isinstance(proper, UnionType):
+        return UnionType([_unknown(encoder, item) for item in proper.items], proper.line, proper.column)
+    if isinstance(proper, TupleType):
+        return proper.copy_modified(items=[_unknown(encoder, item) for item in proper.items])
+    return typ

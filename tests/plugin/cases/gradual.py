@@ -1,0 +1,85 @@
+"""Gradual code: plain helpers, optional parameters, re-bound parameters, code that runs without autograd."""
+from typing import Annotated, Any, Optional
+
+import torch
+from torch import Tensor, nn
+
+from spmd_types import I, P, R, S, V, all_reduce
+
+
+def scale(x: torch.Tensor) -> torch.Tensor:
+    """A helper nobody annotated."""
+    return x * 2
+
+
+def pair(x: torch.Tensor) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    return x, None
+
+
+def helper_results(x: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    y: Annotated[Tensor, R["tp"]] = scale(x)  # OK
+    h = scale(y)
+    reveal_type(h)  # N: SpmdTensor[Any]
+    first, _ = pair(h)
+    reveal_type(first)  # N: SpmdTensor[Any]
+    return h  # OK
+
+
+def torch_outside_the_table(x: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    return torch.linalg.vector_norm(x)  # OK
+
+
+def known_types_still_checked(v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    h = scale(v) + v
+    return v  # E: [return-value] Incompatible return value type (got "SpmdTensor[Literal['tp:V']]", expected "SpmdTensor[Literal['tp:R']]")
+
+
+class ColumnParallel(nn.Module):
+    def __init__(self, d: int, bias: bool) -> None:
+        super().__init__()
+        self.bias: Optional[Annotated[nn.Parameter, S["tp", 0]]]
+        if bias:
+            self.bias = nn.Parameter(torch.empty(d))  # OK
+            with torch.no_grad():
+                self.bias.zero_()  # OK
+        else:
+            self.bias = None
+
+
+def rebound_parameter(x: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    # mypy's allow_redefinition lets a parameter take a value of another type.
+    x = all_reduce(x, "tp", src=V, dst=R)  # OK
+    return x  # OK
+
+
+def rebound_parameter_still_checked(x: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    x = x * 2
+    return x  # E: [return-value] Incompatible return value type (got "SpmdTensor[Literal['tp:V']]", expected "SpmdTensor[Literal['tp:R']]")
+
+
+def no_grad_region(v: Annotated[Tensor, V["tp"]], i: Annotated[Tensor, I["tp"]], p: Annotated[Tensor, P["tp"]]) -> None:
+    with torch.no_grad():
+        v / i  # OK
+        torch.exp(p)  # E: [spmd-partial] P (a pending sum) through a non-linear op
+        p + v  # E: [spmd-mix] P (a pending sum) does not mix with V
+    v / i  # E: [spmd-mix] I does not mix with V
+    with torch.inference_mode():
+        v * i  # OK
+
+
+@torch.no_grad()
+def decorated(v: Annotated[Tensor, V["tp"]], i: Annotated[Tensor, I["tp"]]) -> None:
+    v - i  # OK
+
+
+class VocabParallelSoftmax(torch.autograd.Function):
+    """Megatron's cross entropy normalises V logits by an I sum inside forward: no autograd runs there."""
+
+    @staticmethod
+    def forward(ctx: Any, exp_logits: Annotated[Tensor, V["tp"]], sum_exp: Annotated[Tensor, I["tp"]]) -> Tensor:
+        exp_logits.div_(sum_exp)  # OK
+        return exp_logits
+
+    @staticmethod
+    def backward(ctx: Any, grad: Annotated[Tensor, P["tp"]]) -> tuple[Tensor, None]:
+        return torch.exp(grad), None  # E: [spmd-partial] P (a pending sum) through a non-linear op

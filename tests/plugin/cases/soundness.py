@@ -1,0 +1,54 @@
+"""Holes where an accepted program would compute the wrong value or gradient (issue 14), now closed."""
+from typing import Annotated
+
+import torch
+from torch import Tensor, nn
+
+from spmd_types import P, R, S, V, all_reduce, reduce_scatter
+
+
+# mypy checks a return that fails against its declared type a second time without it,
+# and keeps that result when nothing is reported; the plugin still knows it is the return.
+def scattered_on_the_wrong_dim(p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, S["tp", 1]]:
+    return reduce_scatter(p, "tp", src=P, dst=S(0))  # E: [spmd-boundary] return value on axis 'tp': expected S(1), got S(0); fix: reduce_scatter(p, "tp", src=P, dst=S(1))
+
+
+def constant_returned_as_a_partial_sum() -> Annotated[Tensor, P["tp"]]:
+    return torch.ones(3)  # E: [spmd-boundary] return value on axis 'tp': expected P, got weak
+
+
+def scattered_on_the_declared_dim(p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, S["tp", 0]]:
+    return reduce_scatter(p, "tp", src=P, dst=S(0))  # OK
+
+
+def zero_returned_as_a_partial_sum() -> Annotated[Tensor, P["tp"]]:
+    return torch.zeros(3)  # OK
+
+
+class RowParallel(nn.Module):
+    """A parameter is never a constant, whatever it starts as: it will be trained or loaded."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.bias: Annotated[nn.Parameter, R["tp"]] = nn.Parameter(torch.zeros(d))  # OK
+        self.untyped_bias = nn.Parameter(torch.zeros(d))
+
+    def forward(self, p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
+        reveal_type(self.untyped_bias)  # N: SpmdParameter[Any]
+        return all_reduce(p + self.bias, "tp", src=P, dst=R)  # E: [spmd-partial] + on axis 'tp': P plus a non-partial term (R)
+
+
+def zeros_buffer_written_in_place(p: Annotated[Tensor, P["tp"]], v: Annotated[Tensor, V["tp"]]) -> None:
+    # What the buffer holds later is what was written into it: unknown, not zeros.
+    buf = torch.zeros(3)
+    buf[0] = -100
+    acc = torch.zeros(3)
+    acc.add_(v)  # OK
+    acc[1:] = v[1:]  # OK
+    out = torch.zeros(3)
+    torch.cumsum(v, 0, out=out)  # OK
+
+
+def zeros_left_alone(p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    z = torch.zeros(3)
+    return all_reduce(p + z, "tp", src=P, dst=R)  # OK
