@@ -38,9 +38,12 @@ counted two ways:
   with the ring model.
 
 The gradients of the paths are compared with the first one's: they must
-agree to ``rtol=1e-4`` (``float32`` rounding in different orders), and the
-``bfloat16`` path, whose forward sees the weights rounded to ``bfloat16``,
-within a relative (Frobenius) error of ``2e-2``.  Bar: the gradient bytes of
+agree to ``rtol=1e-4, atol=1e-6`` (``float32`` rounding in different
+orders).  The ``bfloat16`` path computes with the weights rounded to
+``bfloat16``, which changes the gradients by a few percent through four
+layers; it is compared, to the same tolerance, with the first path run on
+those rounded weights, which it must equal since its gradients are reduced in
+``float32``.  Bar: the gradient bytes of
 ``gather to R`` are at most 0.55x those of the all-reduce path (the design
 notes predict 0.5x); the forward bytes of the ``bfloat16`` gather are 0.5x
 those of the ``float32`` one.
@@ -148,9 +151,9 @@ def rank_main(rank: int, port: int, world: int, args: argparse.Namespace) -> tup
         after = wire_bytes_sent()
         return after - before if before is not None and after is not None else None
 
-    def step(path: str) -> tuple[list[Any], list[Any], list[Any], int | None, int | None]:
+    def step(path: str, start: list[Any] = shards) -> tuple[list[Any], list[Any], list[Any], int | None, int | None]:
         """Forward and gradient phase: the gradient shards, the calls of each phase, their wire bytes."""
-        params = [s.clone().requires_grad_(True) for s in shards]
+        params = [s.clone().requires_grad_(True) for s in start]
         forward, grad_phase = Count(), Count()
         dist.barrier()
         before = wire_bytes_sent()
@@ -214,10 +217,11 @@ def rank_main(rank: int, port: int, world: int, args: argparse.Namespace) -> tup
         grads, fwd_calls, grad_calls, wire_fwd, wire_grad = step(path)
         if reference is None:
             reference = grads
-        if path.endswith("bf16"):
-            agree = all(float((a - b).norm() / b.norm()) <= 2e-2 for a, b in zip(grads, reference))
-        else:
-            agree = all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(reference, grads))
+        # The bf16 path is compared with the float32 path run on the weights rounded to bfloat16: what it
+        # computes, with its gradients reduced in float32.
+        want = step("gather to R", [w.to(torch.bfloat16).float() for w in shards])[0] if path.endswith("bf16") \
+            else reference
+        agree = all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(want, grads))
         rows.append((path, fwd_calls, grad_calls, *(None if w is None or base is None else w - base
                                                     for w in (wire_fwd, wire_grad)), agree))
     dist.barrier()

@@ -143,7 +143,9 @@ def all_reduce(
 
     Args:
         x: the local tensor; any shape, any layout.
-        axis: mesh-axis name, process group or 1-D mesh.
+        axis: mesh-axis name, tuple of names (one call over their
+            flattened group; see [several axes](uneven-and-multi-axis.md)),
+            process group or 1-D mesh.
         src: ``P`` (default) or ``V``.
         dst: ``R`` or ``I``; required, because the backward differs.
         op: ``"sum"``; ``"avg"`` (the sum divided by the axis size,
@@ -235,7 +237,9 @@ def all_gather(
 
     Args:
         x: the local tensor (``V``) or shard (``S(i)``); any layout.
-        axis: mesh-axis name, process group or 1-D mesh.
+        axis: mesh-axis name, tuple of names (one call over their
+            flattened group; see [several axes](uneven-and-multi-axis.md)),
+            process group or 1-D mesh.
         src: ``V`` (default) or ``S(i)``.
         dst: ``R`` or ``I``; required, because the backward differs.
         gather_dim: for ``src=V``, where the new dim goes (default 0); for
@@ -320,7 +324,9 @@ def reduce_scatter(
 
     Args:
         x: the local partial tensor; any layout.
-        axis: mesh-axis name, process group or 1-D mesh.
+        axis: mesh-axis name, tuple of names (one call over their
+            flattened group; see [several axes](uneven-and-multi-axis.md)),
+            process group or 1-D mesh.
         src: ``P`` (default) or ``V``.
         dst: ``V`` (default) or ``S(i)``.
         scatter_dim: for ``dst=V``, the dim of size axis-size to scatter
@@ -427,7 +433,9 @@ def all_to_all(
 
     Args:
         x: the local tensor; any layout.
-        axis: mesh-axis name, process group or 1-D mesh.
+        axis: mesh-axis name, tuple of names (one call over their
+            flattened group; see [several axes](uneven-and-multi-axis.md)),
+            process group or 1-D mesh.
         src: ``V`` (default) or ``S(i)``.
         dst: ``V`` (default) or ``S(j)``.
         split_dim: the dim unbound for ``dst=V`` (may be given only as ``j`` for ``dst=S(j)``).
@@ -557,7 +565,9 @@ def ppermute(x: torch.Tensor, axis: AxisLike, perm: Iterable[tuple[int, int]]) -
 
     Args:
         x: the local tensor; any layout.
-        axis: mesh-axis name, process group or 1-D mesh.
+        axis: mesh-axis name, tuple of names (one call over their
+            flattened group; see [several axes](uneven-and-multi-axis.md)),
+            process group or 1-D mesh.
         perm: ``(source, destination)`` pairs, in any iterable (a list, a
             tuple, a generator: it is read once); no index may appear twice
             as a source or twice as a destination.

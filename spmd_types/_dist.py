@@ -27,6 +27,28 @@ prefers; a backend without them is asked for the older
 issued with a contiguous real tensor (complex data travels as its real view)
 and a ``group`` that is one of the backend's process groups.
 
+A wrapper that counts what a training step sends::
+
+    class Counting:
+        def __init__(self, real):
+            self.real, self.calls = real, collections.Counter()
+
+        def __getattr__(self, name):
+            found = getattr(self.real, name)
+            if not callable(found) or isinstance(found, type):
+                return found  # ReduceOp, ProcessGroup
+
+            def call(*args, **kwargs):
+                self.calls[name] += 1
+                return found(*args, **kwargs)
+
+            return call
+
+    counting = Counting(torch.distributed)
+    with spmd.use_dist(counting):
+        model(batch).sum().backward()
+    print(counting.calls)  # e.g. Counter({'all_gather_single': 8, 'reduce_scatter_single': 8})
+
 The runtime looks the functions up once, when the backend is set, so a call
 costs no more than calling ``torch.distributed`` directly.  Process groups
 resolved while another backend was in place stay valid only if the new

@@ -35,10 +35,11 @@ and no full-size ``float32`` copy), and the gradient, arriving in
 ``bfloat16``, is raised to ``float32`` before the reduce-scatter.
 
 Sums run in the communication dtype: ``all_reduce(x, ..., comm_dtype=torch.bfloat16)``
-rounds each rank's summand to ``bfloat16`` and accumulates in ``bfloat16``
-(how the backend sums, in which order, is its own; NCCL and gloo sum in the
-data's dtype).  With ``op="avg"`` the division by the axis size happens after
-the cast to ``out_dtype``.  A call that does not communicate
+rounds each rank's summand to ``bfloat16``, and the backend adds values of
+that dtype (its partial sums travel in it), so the rounding error grows with
+the number of ranks; the order of the additions is the backend's.  With
+``op="avg"`` the division by the axis size happens after the cast to
+``out_dtype``.  A call that does not communicate
 (``redistribute`` routed to ``convert``, or to the identity) applies only
 ``out_dtype``.  The types are unchanged: a dtype is not part of the SPMD type,
 and the checker accepts the three arguments on every call that takes them.
@@ -48,8 +49,8 @@ The options are for floating-point and complex data: each must be a
 complex for a complex one), otherwise the call raises
 :class:`~spmd_types._errors.CollectiveArgumentError`.  An integer ``x`` with
 any of them is refused the same way: casting counts or indices to another
-dtype is a bug, not a precision choice.  Without the options the call does
-no extra work (the cast code is not reached).
+dtype is a bug, not a precision choice.  Without the options no cast is
+made: the call only checks that none was given.
 """
 
 from __future__ import annotations
