@@ -10,8 +10,8 @@ Every collective and cast takes an ``axis``, which is one of
 * a one-dimensional :class:`~torch.distributed.device_mesh.DeviceMesh`
   (for example ``mesh["tp"]``).
 
-Resolution produces a :class:`Group`: the process group, its size, this
-process's index in it and its name.  Groups are built once (when a mesh is
+Resolution produces a :class:`Group`: the process group, its size and this
+process's index in it.  Groups are built once (when a mesh is
 entered, or the first time a tuple of axes, a process group or a sub-mesh is
 seen) so that a call only pays for a dict lookup.
 
@@ -97,10 +97,9 @@ class Group:
     every simulated rank's index instead.
     """
 
-    __slots__ = ("_index_map", "label", "name", "pg", "rank", "size")
+    __slots__ = ("_index_map", "label", "pg", "rank", "size")
 
     pg: ProcessGroup
-    name: str
     size: int
     rank: int
     label: str
@@ -108,7 +107,6 @@ class Group:
 
     def __init__(self, pg: ProcessGroup, label: str) -> None:
         self.pg = pg
-        self.name = pg.group_name
         self.size = pg.size()
         self.rank = pg.rank()
         self.label = label
