@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
-from mypy.nodes import Context, Decorator, FuncDef, MypyFile, TypeInfo
+from mypy.nodes import Context, Decorator, FuncDef, MypyFile, TypeInfo, Var
 from mypy.plugin import (
     AnalyzeTypeContext,
     AttributeContext,
@@ -129,11 +129,14 @@ class Hooks:
         return self._guard(lambda ctx: self._relax_method(ctx, method), lambda ctx: ctx.default_signature)
 
     def attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
+        owner, _, attribute = fullname.rpartition(".")
+        session = self._session
         if fullname in ops.TENSOR_PROPERTIES:
-            attribute = fullname.rpartition(".")[2]
-            session = self._session
             return self._guard(lambda ctx: ops.check_property(session, ctx, attribute),
                                lambda ctx: ctx.default_attr_type)
+        if owner and self._remembered((owner, f".{attribute}"), lambda: self._lookup_attribute(owner, attribute)
+                                      ).plain_result:
+            return self._guard(lambda ctx: gradual.unknown_attribute(session, ctx), lambda ctx: ctx.default_attr_type)
         return None
 
     # -- boundaries of user-defined callables ----------------------------------------
@@ -192,6 +195,16 @@ class Hooks:
             # binds T at each call, so a norm or dropout module keeps its input's SPMD type.
             return _Answer.of(info, info.get_method("forward"), generic_in_tensors=True)
         return _Answer.of(info, info.get_method(method))
+
+    def _lookup_attribute(self, owner: str, attribute: str) -> _Answer:
+        if self._session.modules is None:
+            return _UNKNOWN
+        symbol = self._plugin.lookup_fully_qualified(owner)
+        info = symbol.node if symbol is not None else None
+        if not isinstance(info, TypeInfo):
+            return _UNKNOWN
+        found = info.get(attribute)
+        return _Answer.of(info, found.node if found is not None else None)
 
     def _relax(self, ctx: FunctionSigContext) -> FunctionLike:
         self._remember(ctx.context, ctx.default_signature)
@@ -268,6 +281,8 @@ class _Answer:
         spmd = read if typed else None
         if isinstance(node, TypeInfo):
             plain = gradual.returns_plain_tensor(node)  # a constructor: nn.Parameter(...)
+        elif isinstance(node, Var):
+            plain = node.type is not None and gradual.returns_plain_tensor(node.type)  # an attribute
         else:
             plain = spmd is None and read is not None and gradual.returns_plain_tensor(read.ret_type)
         return _Answer(info.mro if info is not None else None, info, node, read, spmd, plain)
