@@ -52,3 +52,20 @@ def zeros_buffer_written_in_place(p: Annotated[Tensor, P["tp"]], v: Annotated[Te
 def zeros_left_alone(p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
     z = torch.zeros(3)
     return all_reduce(p + z, "tp", src=P, dst=R)  # OK
+
+
+# Collectives with the wrong intent (issue 14, family 9).
+def shard_summed_where_a_gather_was_meant(x: Annotated[Tensor, S["tp", 0]]) -> Annotated[Tensor, R["tp"]]:
+    return all_reduce(x, "tp", src=P, dst=R)  # E: [spmd-collective] the input is S(0) but all_reduce was told src=P; summing the pieces of a sharded tensor adds different parts of it together; fix: all_gather(x, "tp", src=S(0), dst=R)
+
+
+def maximum_of_a_pending_sum(p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    return all_reduce(p, "tp", src=P, dst=R, op="max")  # E: [spmd-partial] all_reduce with op='max' of a pending sum (P): the ranks hold summands
+
+
+def average_of_a_pending_sum(p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    return all_reduce(p, "tp", src=P, dst=R, op="avg")  # E: [spmd-partial] all_reduce with op='avg' of a pending sum (P)
+
+
+def maximum_of_per_rank_values(v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    return all_reduce(v, "tp", src=V, dst=R, op="max")  # OK
