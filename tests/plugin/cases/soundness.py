@@ -3,6 +3,7 @@ from typing import Annotated
 
 import torch
 from torch import Tensor, nn
+from torch.distributed.device_mesh import DeviceMesh
 
 from spmd_types import P, R, S, V, all_reduce, reduce_scatter
 
@@ -69,3 +70,15 @@ def average_of_a_pending_sum(p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor,
 
 def maximum_of_per_rank_values(v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]]:
     return all_reduce(v, "tp", src=V, dst=R, op="max")  # OK
+
+
+# Correct programs that were rejected (issue 14, family 10).
+def axis_as_a_sub_mesh(mesh: DeviceMesh, p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    return all_reduce(p, mesh["tp"], src=P, dst=R)  # OK
+
+
+def accumulator_started_as_a_constant(losses: list[Annotated[Tensor, V["dp"]]]) -> Annotated[Tensor, R["dp"]]:
+    total = torch.tensor(0.0)
+    for loss in losses:
+        total = total + loss
+    return all_reduce(total, "dp", src=P, dst=R)  # OK
