@@ -26,7 +26,7 @@ from mypy.plugin import (
 )
 from mypy.types import CallableType, FunctionLike, Instance, Type, TypeType, TypeVarType, get_proper_type
 
-from spmd_mypy import boundaries, collectives, ecosystem, gradual, ops
+from spmd_mypy import boundaries, collectives, ecosystem, gradients, gradual, ops
 from spmd_mypy.annotations import ANNOTATED_NAMES, SPMD_ALIAS, analyze
 from spmd_mypy.compat import bind_method
 from spmd_mypy.config import PluginOptions
@@ -80,6 +80,8 @@ class Hooks:
         library = ecosystem.call_handler(fullname)
         if library is not None:
             return self._guard(lambda ctx: library(session, ctx), _default_return)
+        if fullname in gradients.AUTOGRAD_FUNCTIONS:
+            return self._guard(lambda ctx: gradients.check_autograd_call(session, ctx, fullname), _default_return)
         if fullname == collectives.ASSERT_TYPE:
             return self._guard(lambda ctx: collectives.check_assert_type(session, ctx), _default_return)
         public = ops.public_function_name(fullname)
@@ -109,6 +111,8 @@ class Hooks:
             # or a union of them) by its message name: "__radd__ of TensorBase".
             method, _, cls = fullname.partition(" of ")
             owner = _RECEIVERS_BY_NAME.get(cls, "")
+        if owner in ops.TENSOR_RECEIVERS and method == "backward":
+            return self._guard(lambda ctx: gradients.check_backward_method(session, ctx), _default_return)
         if owner in ops.TENSOR_RECEIVERS:
             return self._guard(lambda ctx: ops.check_method(session, ctx, method), _default_return)
         module_op = ops.torch_module_op(owner) if method == "__call__" else None

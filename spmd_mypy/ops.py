@@ -50,7 +50,6 @@ from spmd_types.typesystem import (
     Result,
     SpmdType,
     apply_op,
-    check_backward,
     check_fits,
     lookup,
 )
@@ -145,8 +144,6 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
     """The type of a call of tensor method ``method`` (operators included)."""
     if not (_involves_spmd(session, ctx) or has_spmd(ctx.type) or _is_union(ctx.type)):
         return ctx.default_return_type
-    if method == "backward":
-        return _backward(session, ctx)
     name = f"torch.Tensor.{method}"
     rule = lookup(name)
     receiver = _receiver(ctx.context, method)
@@ -271,19 +268,6 @@ def _apply(
         session.reporter.violations(ctx.api, writes, out, f"{display_name(name)}(out=...)", value=spell(out))
     typed = with_result(session.encoder(ctx.api), default, result)
     return fit_declared(session, ctx.api, typed, ctx.context, operator=operator)
-
-
-def _backward(session: Session, ctx: MethodContext) -> Type:
-    """``loss.backward()`` needs a loss whose gradient is seeded correctly by a 1."""
-    gradient_given = any(ctx.arg_types[i] for i, n in enumerate(ctx.callee_arg_names) if n == "gradient")
-    loss = Encoder.read(ctx.type)
-    if gradient_given or not isinstance(loss, SpmdType):
-        return ctx.default_return_type
-    receiver = _receiver(ctx.context, "backward")
-    violations = check_backward(loss)
-    value = spell(receiver) if receiver is not None else "loss"
-    session.reporter.violations(ctx.api, violations, ctx.context, f"{value}.backward()", value=value)
-    return ctx.default_return_type
 
 
 def _receiver(context: Context, method: str) -> Expression | None:

@@ -82,3 +82,22 @@ def accumulator_started_as_a_constant(losses: list[Annotated[Tensor, V["dp"]]]) 
     for loss in losses:
         total = total + loss
     return all_reduce(total, "dp", src=P, dst=R)  # OK
+
+
+# Gradients taken other ways than loss.backward() (issue 14, family 7).
+def seeded_with_ones(loss: Annotated[Tensor, R["dp"]]) -> None:
+    loss.backward(gradient=torch.ones_like(loss))  # E: [spmd-backward] loss.backward() on axis 'dp': the loss is R, so every rank seeds a gradient of 1
+
+
+def seeded_with_the_gradient_type(loss: Annotated[Tensor, R["dp"]], seed: Annotated[Tensor, P["dp"]]) -> None:
+    loss.backward(gradient=seed)  # OK
+
+
+def seeded_with_another_type(loss: Annotated[Tensor, R["dp"]], seed: Annotated[Tensor, R["dp"]]) -> None:
+    loss.backward(gradient=seed)  # E: [spmd-backward] the gradient given is R, but a loss of type R needs a gradient of type P
+
+
+def autograd_functions(loss: Annotated[Tensor, R["dp"]], partial: Annotated[Tensor, P["dp"]], w: Tensor) -> None:
+    torch.autograd.grad(loss, [w])  # E: [spmd-backward] torch.autograd.grad(...) on axis 'dp': the loss is R
+    torch.autograd.backward([partial, loss])  # E: [spmd-backward] torch.autograd.backward(...) on axis 'dp': the loss is R
+    torch.autograd.grad([partial], [w])  # OK
