@@ -39,6 +39,7 @@ from typing import Final
 
 __all__ = [
     "MODULE_OPS",
+    "MODULE_PARAMETERS",
     "NONLINEAR",
     "OPERATOR_SYMBOLS",
     "OPS",
@@ -366,8 +367,27 @@ MODULE_OPS: Final[dict[str, str]] = {
     "torch.nn.Hardswish": "torch.nn.functional.hardswish",
     "torch.nn.Flatten": "torch.flatten",
     "torch.nn.Unflatten": "torch.unflatten",
+    "torch.nn.Linear": "torch.nn.functional.linear",
+    "torch.nn.LayerNorm": "torch.nn.functional.layer_norm",
+    "torch.nn.RMSNorm": "torch.nn.functional.rms_norm",
+    "torch.nn.GroupNorm": "torch.nn.functional.group_norm",
+    "torch.nn.Embedding": "torch.nn.functional.embedding",
 }
-"""Parameterless ``torch.nn`` modules, by public class name, and the op that calling one is."""
+"""``torch.nn`` modules, by public class name, and the op that calling one is."""
+
+MODULE_PARAMETERS: Final[dict[str, tuple[str, ...]]] = {
+    "torch.nn.Linear": ("weight", "bias"),
+    "torch.nn.LayerNorm": ("weight", "bias"),
+    "torch.nn.RMSNorm": ("weight",),
+    "torch.nn.GroupNorm": ("weight", "bias"),
+    "torch.nn.Embedding": ("weight",),
+}
+"""The parameters a module of :data:`MODULE_OPS` passes to its op; their SPMD types are unknown.
+
+A call of such a module is its op with the input and these unknown operands,
+so a pending sum through a norm is still an error (it is, whatever the norm's
+weight is) and the result is unknown where the weight decides it.
+"""
 
 OPERATOR_SYMBOLS: Final[dict[str, str]] = {
     "__add__": "+", "__radd__": "+", "__iadd__": "+=",

@@ -101,3 +101,19 @@ def autograd_functions(loss: Annotated[Tensor, R["dp"]], partial: Annotated[Tens
     torch.autograd.grad(loss, [w])  # E: [spmd-backward] torch.autograd.grad(...) on axis 'dp': the loss is R
     torch.autograd.backward([partial, loss])  # E: [spmd-backward] torch.autograd.backward(...) on axis 'dp': the loss is R
     torch.autograd.grad([partial], [w])  # OK
+
+
+class Block(nn.Module):
+    """torch's modules with parameters are their op, with the parameters unknown (issue 14, family 2)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(4)
+        self.rms = nn.RMSNorm(4)
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> None:
+        self.norm(p)  # E: [spmd-partial] torch.nn.functional.layer_norm on axis 'tp': P (a pending sum) through a non-linear op
+        self.rms(p)  # E: [spmd-partial] P (a pending sum) through a non-linear op
+        self.norm(r)  # OK
+        reveal_type(self.proj(p))  # N: SpmdTensor[Any]
