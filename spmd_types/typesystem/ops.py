@@ -223,6 +223,8 @@ _FUNCTION_AND_METHOD: Final[dict[str, OpRule]] = {
 _FUNCTION_ONLY: Final[dict[str, OpRule]] = {
     "real": _UNARY,  # a property on tensors
     "imag": _UNARY,
+    "view_as_real": _UNARY,
+    "view_as_complex": _UNARY,
     "rsub": _linear("input", "other"),
     **dict.fromkeys(
         ("squeeze_copy", "unsqueeze_copy", "view_copy", "permute_copy", "transpose_copy", "expand_copy"),
@@ -267,7 +269,7 @@ _FUNCTION_ONLY: Final[dict[str, OpRule]] = {
 _METHOD_ONLY: Final[dict[str, OpRule]] = {
     **dict.fromkeys(
         ("view", "expand", "repeat", "contiguous", "float", "double", "half", "bfloat16", "type",
-         "cuda", "cpu", "split", "unfold", "requires_grad_"),
+         "cuda", "cpu", "split", "unfold", "requires_grad_", "sum_to_size"),
         _UNARY,
     ),
     # Dtype casts are linear; a tensor passed as a template only gives its dtype or shape.
