@@ -25,7 +25,7 @@ from mypy.nodes import (
     UnaryExpr,
 )
 from mypy.plugin import FunctionContext
-from mypy.types import Instance, LiteralType, TupleType, Type, get_proper_type
+from mypy.types import AnyType, Instance, LiteralType, TupleType, Type, TypeOfAny, get_proper_type
 
 from spmd_mypy import summation
 from spmd_mypy.boundaries import Producer, fit_declared
@@ -56,6 +56,7 @@ __all__ = [
 ]
 
 COLLECTIVES: Final = {f"spmd_types.{name}": name for name in CALLS}
+_DEVICE_MESH: Final = "torch.distributed.device_mesh.DeviceMesh"
 ASSERT_TYPE: Final = "spmd_types.assert_type"
 
 _MODULES: Final = ("spmd_types", "spmd_types.typesystem", "spmd_types.typesystem.local_types")
@@ -210,6 +211,8 @@ def _axis(ctx: FunctionContext, arg: tuple[Expression, Type] | None) -> str | No
     expr, typ = arg
     if isinstance(expr, StrExpr):
         return expr.value
+    if isinstance(expr, IndexExpr) and _is_device_mesh(typ):
+        return _axis(ctx, (expr.index, AnyType(TypeOfAny.special_form)))  # mesh["tp"], a 1-D mesh of that axis
     if isinstance(expr, RefExpr):
         value = final_str_value(expr)
         if value is not None:
@@ -224,6 +227,11 @@ def _axis(ctx: FunctionContext, arg: tuple[Expression, Type] | None) -> str | No
     return Encoder.read_axis(typ)
 
 
+def _is_device_mesh(typ: Type) -> bool:
+    proper = get_proper_type(typ)
+    return isinstance(proper, Instance) and proper.type.has_base(_DEVICE_MESH)
+
+
 def _unknown_axis(arg: tuple[Expression, Type] | None) -> str:
     """Why the axis argument cannot be read, and how to write it."""
     reason = "cannot tell which mesh axis this is"
@@ -232,6 +240,7 @@ def _unknown_axis(arg: tuple[Expression, Type] | None) -> str:
         return (f"{reason}: {name} is a module-level str variable, whose value the checker does not follow; "
                 f'make it a constant ({name}: Final = "...", with Final from typing) or pass the name itself')
     return (f"{reason}: pass a string literal, a Final str, a tuple of them for several axes, "
+            'mesh["tp"] of a DeviceMesh, '
             'or a ProcessGroup annotated Annotated[ProcessGroup, Axis["tp"]]')
 
 

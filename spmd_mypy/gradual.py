@@ -1,14 +1,15 @@
 """Tensors without an SPMD type, met in code that has them: unknown, and accepted like ``Any``.
 
 A helper annotated ``-> torch.Tensor`` (in an unannotated module, in a library,
-or a torch function outside the op table) returns a plain tensor.  mypy would
+or a torch function outside the op table) returns a plain tensor, and an
+attribute declared ``Tensor`` (``nn.Linear.weight``) holds one.  mypy would
 reject that value where an SPMD type is declared (``SpmdTensor`` is a subclass
 of ``Tensor``), even when it first goes through a variable::
 
     h = helper(x)  # plain Tensor
     return h       # declared Annotated[Tensor, R["tp"]]
 
-In a module that imports ``spmd_types``, such a call's result is therefore
+In a module that imports ``spmd_types``, such a call's result or attribute is therefore
 given the SPMD type that knows no axis, ``SpmdTensor[Any]``: a subclass of the
 plain class, so it still goes everywhere the plain tensor went, and accepted
 wherever an SPMD type is declared, as gradual typing promises.  Elsewhere the
@@ -24,14 +25,14 @@ from __future__ import annotations
 from typing import Final
 
 from mypy.nodes import TypeInfo
-from mypy.plugin import FunctionContext, MethodContext
+from mypy.plugin import AttributeContext, FunctionContext, MethodContext
 from mypy.types import Instance, TupleType, Type, UnionType, get_proper_type
 
 from spmd_mypy.encoding import PARAMETER_CLASS, TENSOR_CLASS, Encoder
 from spmd_mypy.session import Session
 from spmd_types.typesystem import SpmdType
 
-__all__ = ["returns_plain_tensor", "unknown_result"]
+__all__ = ["returns_plain_tensor", "unknown_attribute", "unknown_result"]
 
 _PLAIN: Final = frozenset({TENSOR_CLASS, PARAMETER_CLASS})
 _NOTHING_KNOWN: Final = SpmdType()
@@ -54,6 +55,13 @@ def unknown_result(session: Session, ctx: FunctionContext | MethodContext) -> Ty
     if not session.uses_spmd(ctx.api):
         return ctx.default_return_type
     return _unknown(session.encoder(ctx.api), ctx.default_return_type)
+
+
+def unknown_attribute(session: Session, ctx: AttributeContext) -> Type:
+    """An attribute read (``self.linear.weight``), its plain tensors made unknown in a module that uses them."""
+    if ctx.is_lvalue or not session.uses_spmd(ctx.api):
+        return ctx.default_attr_type
+    return _unknown(session.encoder(ctx.api), ctx.default_attr_type)
 
 
 def _unknown(encoder: Encoder, typ: Type) -> Type:

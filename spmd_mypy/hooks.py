@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, TypeVar
 
-from mypy.nodes import Context, Decorator, FuncDef, MypyFile, TypeInfo
+from mypy.nodes import Context, Decorator, FuncDef, MypyFile, TypeInfo, Var
 from mypy.plugin import (
     AnalyzeTypeContext,
     AttributeContext,
@@ -26,7 +26,7 @@ from mypy.plugin import (
 )
 from mypy.types import CallableType, FunctionLike, Instance, Type, TypeType, TypeVarType, get_proper_type
 
-from spmd_mypy import boundaries, collectives, ecosystem, gradual, ops
+from spmd_mypy import boundaries, collectives, ecosystem, gradients, gradual, ops
 from spmd_mypy.annotations import ANNOTATED_NAMES, SPMD_ALIAS, analyze
 from spmd_mypy.compat import bind_method
 from spmd_mypy.config import PluginOptions
@@ -80,6 +80,8 @@ class Hooks:
         library = ecosystem.call_handler(fullname)
         if library is not None:
             return self._guard(lambda ctx: library(session, ctx), _default_return)
+        if fullname in gradients.AUTOGRAD_FUNCTIONS:
+            return self._guard(lambda ctx: gradients.check_autograd_call(session, ctx, fullname), _default_return)
         if fullname == collectives.ASSERT_TYPE:
             return self._guard(lambda ctx: collectives.check_assert_type(session, ctx), _default_return)
         public = ops.public_function_name(fullname)
@@ -109,6 +111,8 @@ class Hooks:
             # or a union of them) by its message name: "__radd__ of TensorBase".
             method, _, cls = fullname.partition(" of ")
             owner = _RECEIVERS_BY_NAME.get(cls, "")
+        if owner in ops.TENSOR_RECEIVERS and method == "backward":
+            return self._guard(lambda ctx: gradients.check_backward_method(session, ctx), _default_return)
         if owner in ops.TENSOR_RECEIVERS:
             return self._guard(lambda ctx: ops.check_method(session, ctx, method), _default_return)
         module_op = ops.torch_module_op(owner) if method == "__call__" else None
@@ -129,11 +133,14 @@ class Hooks:
         return self._guard(lambda ctx: self._relax_method(ctx, method), lambda ctx: ctx.default_signature)
 
     def attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
+        owner, _, attribute = fullname.rpartition(".")
+        session = self._session
         if fullname in ops.TENSOR_PROPERTIES:
-            attribute = fullname.rpartition(".")[2]
-            session = self._session
             return self._guard(lambda ctx: ops.check_property(session, ctx, attribute),
                                lambda ctx: ctx.default_attr_type)
+        if owner and self._remembered((owner, f".{attribute}"), lambda: self._lookup_attribute(owner, attribute)
+                                      ).plain_result:
+            return self._guard(lambda ctx: gradual.unknown_attribute(session, ctx), lambda ctx: ctx.default_attr_type)
         return None
 
     # -- boundaries of user-defined callables ----------------------------------------
@@ -192,6 +199,16 @@ class Hooks:
             # binds T at each call, so a norm or dropout module keeps its input's SPMD type.
             return _Answer.of(info, info.get_method("forward"), generic_in_tensors=True)
         return _Answer.of(info, info.get_method(method))
+
+    def _lookup_attribute(self, owner: str, attribute: str) -> _Answer:
+        if self._session.modules is None:
+            return _UNKNOWN
+        symbol = self._plugin.lookup_fully_qualified(owner)
+        info = symbol.node if symbol is not None else None
+        if not isinstance(info, TypeInfo):
+            return _UNKNOWN
+        found = info.get(attribute)
+        return _Answer.of(info, found.node if found is not None else None)
 
     def _relax(self, ctx: FunctionSigContext) -> FunctionLike:
         self._remember(ctx.context, ctx.default_signature)
@@ -268,6 +285,8 @@ class _Answer:
         spmd = read if typed else None
         if isinstance(node, TypeInfo):
             plain = gradual.returns_plain_tensor(node)  # a constructor: nn.Parameter(...)
+        elif isinstance(node, Var):
+            plain = node.type is not None and gradual.returns_plain_tensor(node.type)  # an attribute
         else:
             plain = spmd is None and read is not None and gradual.returns_plain_tensor(read.ret_type)
         return _Answer(info.mro if info is not None else None, info, node, read, spmd, plain)

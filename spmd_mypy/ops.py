@@ -50,11 +50,10 @@ from spmd_types.typesystem import (
     Result,
     SpmdType,
     apply_op,
-    check_backward,
     check_fits,
     lookup,
 )
-from spmd_types.typesystem.ops import MODULE_OPS, OPERATOR_SYMBOLS, OPS, display_name
+from spmd_types.typesystem.ops import MODULE_OPS, MODULE_PARAMETERS, OPERATOR_SYMBOLS, OPS, display_name
 
 __all__ = [
     "TENSOR_PROPERTIES",
@@ -145,8 +144,6 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
     """The type of a call of tensor method ``method`` (operators included)."""
     if not (_involves_spmd(session, ctx) or has_spmd(ctx.type) or _is_union(ctx.type)):
         return ctx.default_return_type
-    if method == "backward":
-        return _backward(session, ctx)
     name = f"torch.Tensor.{method}"
     rule = lookup(name)
     receiver = _receiver(ctx.context, method)
@@ -177,17 +174,19 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
 
 
 def torch_module_op(owner: str) -> str | None:
-    """The op a call of torch module class ``owner`` (``torch.nn.modules.activation.GELU``) is."""
+    """The public name (``torch.nn.GELU``) of torch module class ``owner``, if calling one is an op."""
     if not owner.startswith("torch.nn.modules."):
         return None
-    return MODULE_OPS.get(f"torch.nn.{owner.rpartition('.')[2]}")
+    public = f"torch.nn.{owner.rpartition('.')[2]}"
+    return public if public in MODULE_OPS else None
 
 
-def check_module_call(session: Session, ctx: MethodContext, op: str) -> Type:
-    """The type of ``self.act(x)`` for a parameterless torch module: the type of ``op(x)``.
+def check_module_call(session: Session, ctx: MethodContext, module: str) -> Type:
+    """The type of ``self.norm(x)`` for a torch module: the type of its op on ``x`` and its parameters.
 
     mypy types every module call ``Any``; without this, one dropout in a block
-    would end all checking of what follows it.
+    would end all checking of what follows it.  The module's own parameters
+    (``weight``, ``bias``) are operands of unknown type.
     """
     if not ctx.arg_types or not ctx.arg_types[0] or not _involves_spmd(session, ctx):
         return ctx.default_return_type
@@ -195,8 +194,12 @@ def check_module_call(session: Session, ctx: MethodContext, op: str) -> Type:
     tensor = plain_tensor(x_type)
     if tensor is None:
         return ctx.default_return_type
+    op = MODULE_OPS[module]
     rule = lookup(op)
     arguments = read_arguments(ctx.api, rule, ["input"], [[x_type]], [[x_expr]])
+    called = spell(ctx.context.callee) if isinstance(ctx.context, CallExpr) else "module"
+    for parameter in MODULE_PARAMETERS.get(module, ()):
+        arguments.add(parameter, UNKNOWN, f"{called}.{parameter}")
     return _apply(session, ctx._replace(default_return_type=tensor), op, rule, arguments)
 
 
@@ -271,19 +274,6 @@ def _apply(
         session.reporter.violations(ctx.api, writes, out, f"{display_name(name)}(out=...)", value=spell(out))
     typed = with_result(session.encoder(ctx.api), default, result)
     return fit_declared(session, ctx.api, typed, ctx.context, operator=operator)
-
-
-def _backward(session: Session, ctx: MethodContext) -> Type:
-    """``loss.backward()`` needs a loss whose gradient is seeded correctly by a 1."""
-    gradient_given = any(ctx.arg_types[i] for i, n in enumerate(ctx.callee_arg_names) if n == "gradient")
-    loss = Encoder.read(ctx.type)
-    if gradient_given or not isinstance(loss, SpmdType):
-        return ctx.default_return_type
-    receiver = _receiver(ctx.context, "backward")
-    violations = check_backward(loss)
-    value = spell(receiver) if receiver is not None else "loss"
-    session.reporter.violations(ctx.api, violations, ctx.context, f"{value}.backward()", value=value)
-    return ctx.default_return_type
 
 
 def _receiver(context: Context, method: str) -> Expression | None:

@@ -393,6 +393,10 @@ def check_call(
         )
         return CallOutcome(dst, None, (violation,))
     output: AxisType = WEAK if op in NO_GRADIENT_REDUCTIONS else dst
+    if have is not None and have is P and op != "sum":
+        reason = (f"{call} with op={op!r} of a pending sum (P): the ranks hold summands, and their {op} is not "
+                  f"the value they add up to; use op=\"sum\"")
+        return CallOutcome(output, steps, (Violation(Code.PARTIAL, axis, reason, ("P",), (0,)),))
     if have is None or src_accepts(src, have):
         return CallOutcome(output, steps)
     return CallOutcome(output, steps, (_src_mismatch(call, axis, have, src, dst),))
@@ -471,9 +475,10 @@ def src_accepts(src: Endpoint, have: AxisType) -> bool:
     """Whether an input of type ``have`` on the axis matches the declared ``src``.
 
     ``V`` and ``S(i)`` match each other (a shard is a varying tensor); ``S(i)``
-    does not match ``S(j)``.  A varying input matches ``src=P`` (a reduction
-    takes it as its own partial sum).  Zero matches anything; other constants
-    match every type but ``P``.
+    does not match ``S(j)``.  A ``V`` input matches ``src=P`` (a reduction
+    takes it as its own partial sum); a shard does not: its pieces are parts of
+    one tensor, to be gathered, and their sum means nothing.  Zero matches
+    anything; other constants match every type but ``P``.
     """
     if have is ZERO:
         return True
@@ -484,7 +489,7 @@ def src_accepts(src: Endpoint, have: AxisType) -> bool:
     if src is V:
         return is_varying(have)
     if src is P:
-        return have is P or is_varying(have)
+        return have is P or have is V
     return have is src
 
 
@@ -492,6 +497,8 @@ def _src_mismatch(call: str, axis: str, have: AxisType, src: Endpoint, dst: Endp
     reason = f"the input is {have.code} but {call} was told src={type_arg(src)}"
     if isinstance(have, Shard) and isinstance(src, Shard):
         reason += " (sharded along another dim)"
+    elif isinstance(have, Shard) and src is P:
+        reason += "; summing the pieces of a sharded tensor adds different parts of it together"
     elif src is P and have in (R, I):
         reason += f"; summing {have.code} data over the axis multiplies it by the axis size"
     elif is_varying(src) and have in (R, I):

@@ -207,11 +207,12 @@ def _join_axis_raw(
     axis: str, roles: _Roles, kinds: Sequence[AxisType | None]
 ) -> tuple[AxisType | None, Violation | None]:
     members = roles.members
+    if any(kinds[k] is None for k in members):
+        return None, _partial_where_not_linear(axis, roles, kinds)
     present: list[AxisType] = []
     for k in members:
         kind = kinds[k]
-        if kind is None:
-            return None, None
+        assert kind is not None
         if k in roles.selectors and kind in (R, I):
             kind = WEAK  # a replicated selector carries no gradient: R and I coincide
         present.append(kind)
@@ -240,19 +241,25 @@ def _join_axis_raw(
     return (ZERO if all(kind is ZERO for kind in present) else WEAK), None
 
 
+def _partial_where_not_linear(axis: str, roles: _Roles, kinds: Sequence[AxisType | None]) -> Violation | None:
+    """A P operand in an argument the op is not linear in: wrong whatever the other operands are."""
+    if not roles.linear_op and P in (kinds[k] for k in roles.members):
+        return _violation(Code.PARTIAL, axis, "P (a pending sum) through a non-linear op", kinds, roles.members)
+    for k in roles.nonlinear:
+        if kinds[k] is P:
+            return _violation(
+                Code.PARTIAL, axis, "P (a pending sum) as an argument the op is not linear in", kinds, (k,)
+            )
+    return None
+
+
 def _join_partial(
     axis: str, roles: _Roles, kinds: Sequence[AxisType | None]
 ) -> tuple[AxisType | None, Violation | None]:
     """Join on an axis where a P operand (and no V or I) is present."""
-    if not roles.linear_op:
-        return None, _violation(
-            Code.PARTIAL, axis, "P (a pending sum) through a non-linear op", kinds, roles.members
-        )
-    for k in roles.nonlinear:
-        if kinds[k] is P:
-            return None, _violation(
-                Code.PARTIAL, axis, "P (a pending sum) as an argument the op is not linear in", kinds, (k,)
-            )
+    not_linear = _partial_where_not_linear(axis, roles, kinds)
+    if not_linear is not None:
+        return None, not_linear
     for product in roles.products:
         factors = [kinds[k] for k in product]
         if ZERO in factors:

@@ -39,6 +39,7 @@ from typing import Final
 
 __all__ = [
     "MODULE_OPS",
+    "MODULE_PARAMETERS",
     "NONLINEAR",
     "OPERATOR_SYMBOLS",
     "OPS",
@@ -222,6 +223,8 @@ _FUNCTION_AND_METHOD: Final[dict[str, OpRule]] = {
 _FUNCTION_ONLY: Final[dict[str, OpRule]] = {
     "real": _UNARY,  # a property on tensors
     "imag": _UNARY,
+    "view_as_real": _UNARY,
+    "view_as_complex": _UNARY,
     "rsub": _linear("input", "other"),
     **dict.fromkeys(
         ("squeeze_copy", "unsqueeze_copy", "view_copy", "permute_copy", "transpose_copy", "expand_copy"),
@@ -266,7 +269,7 @@ _FUNCTION_ONLY: Final[dict[str, OpRule]] = {
 _METHOD_ONLY: Final[dict[str, OpRule]] = {
     **dict.fromkeys(
         ("view", "expand", "repeat", "contiguous", "float", "double", "half", "bfloat16", "type",
-         "cuda", "cpu", "split", "unfold", "requires_grad_"),
+         "cuda", "cpu", "split", "unfold", "requires_grad_", "sum_to_size"),
         _UNARY,
     ),
     # Dtype casts are linear; a tensor passed as a template only gives its dtype or shape.
@@ -366,8 +369,27 @@ MODULE_OPS: Final[dict[str, str]] = {
     "torch.nn.Hardswish": "torch.nn.functional.hardswish",
     "torch.nn.Flatten": "torch.flatten",
     "torch.nn.Unflatten": "torch.unflatten",
+    "torch.nn.Linear": "torch.nn.functional.linear",
+    "torch.nn.LayerNorm": "torch.nn.functional.layer_norm",
+    "torch.nn.RMSNorm": "torch.nn.functional.rms_norm",
+    "torch.nn.GroupNorm": "torch.nn.functional.group_norm",
+    "torch.nn.Embedding": "torch.nn.functional.embedding",
 }
-"""Parameterless ``torch.nn`` modules, by public class name, and the op that calling one is."""
+"""``torch.nn`` modules, by public class name, and the op that calling one is."""
+
+MODULE_PARAMETERS: Final[dict[str, tuple[str, ...]]] = {
+    "torch.nn.Linear": ("weight", "bias"),
+    "torch.nn.LayerNorm": ("weight", "bias"),
+    "torch.nn.RMSNorm": ("weight",),
+    "torch.nn.GroupNorm": ("weight", "bias"),
+    "torch.nn.Embedding": ("weight",),
+}
+"""The parameters a module of :data:`MODULE_OPS` passes to its op; their SPMD types are unknown.
+
+A call of such a module is its op with the input and these unknown operands,
+so a pending sum through a norm is still an error (it is, whatever the norm's
+weight is) and the result is unknown where the weight decides it.
+"""
 
 OPERATOR_SYMBOLS: Final[dict[str, str]] = {
     "__add__": "+", "__radd__": "+", "__iadd__": "+=",

@@ -78,7 +78,11 @@ CLASSES = _classes()
 def spec_row(cls: LinearityClass, kinds: tuple) -> object:
     """The SPEC §2.1 table, row by row. Returns a type, None (unknown), or an error Code."""
     if any(k is None for k in kinds):
-        return None  # "any operand unknown on that axis: unknown (no error)"
+        # "any operand unknown on that axis: unknown (no error)", except that a pending sum where the
+        # op is not linear is wrong whatever the other operands are.
+        if any(kinds[i] is P for i in cls.nonlinear):
+            return Code.PARTIAL
+        return None
     if any(kinds[i] is P for i in cls.selectors):
         return Code.PARTIAL  # a pending sum cannot index, mask or choose
     # Selectors carry no gradient: replicated ones (R or I) are constants.

@@ -110,7 +110,8 @@ def mixed_precision(s: Annotated[Tensor, S["dp", 0]], p: Annotated[Tensor, P["tp
     reveal_type(all_gather(s, "dp", src=S(0), dst=R, comm_dtype=torch.bfloat16, grad_comm_dtype=torch.float32))  # N: SpmdTensor[Literal['dp:R']]
     reveal_type(all_gather(s, "dp", src=S(0), dst=I, comm_dtype=torch.bfloat16, out_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['dp:I']]
     reveal_type(reduce_scatter(p, "tp", dst=S(0), comm_dtype=torch.float32, out_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:V']]
-    reveal_type(all_reduce(p, "tp", dst=I, op="avg", comm_dtype=torch.float32))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:I']]
+    reveal_type(all_reduce(p, "tp", dst=I, comm_dtype=torch.float32))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:I']]
+    reveal_type(all_reduce(v, "ep", src=V, dst=R, op="avg", comm_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['ep:R']]
     reveal_type(all_to_all(v, "ep", comm_dtype=torch.bfloat16, grad_comm_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['ep:V']]
     reveal_type(spmd.redistribute(s, "dp", src=S(0), dst=R, comm_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['dp:R']]
     a = all_gather(s, "dp", src=S(1), dst=R, comm_dtype=torch.bfloat16)  # E: [spmd-collective] the input is S(0) but all_gather was told src=S(1)

@@ -83,3 +83,16 @@ class VocabParallelSoftmax(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: Annotated[Tensor, P["tp"]]) -> tuple[Tensor, None]:
         return torch.exp(grad), None  # E: [spmd-partial] P (a pending sum) through a non-linear op
+
+
+class HoldsALinear(nn.Module):
+    """Attributes declared plain Tensor (nn.Linear.weight) go into SPMD declarations like unknown values."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    def forward(self, x: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, V["tp"]]:
+        weight: Annotated[Tensor, S["tp", 0]] = self.linear.weight  # OK
+        self.linear.weight = nn.Parameter(torch.empty(4, 4))  # OK
+        return torch.nn.functional.linear(x, weight)  # OK

@@ -3,6 +3,7 @@ from typing import Annotated
 
 import torch
 from torch import Tensor, nn
+from torch.distributed.device_mesh import DeviceMesh
 
 from spmd_types import P, R, S, V, all_reduce, reduce_scatter
 
@@ -52,3 +53,67 @@ def zeros_buffer_written_in_place(p: Annotated[Tensor, P["tp"]], v: Annotated[Te
 def zeros_left_alone(p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
     z = torch.zeros(3)
     return all_reduce(p + z, "tp", src=P, dst=R)  # OK
+
+
+# Collectives with the wrong intent (issue 14, family 9).
+def shard_summed_where_a_gather_was_meant(x: Annotated[Tensor, S["tp", 0]]) -> Annotated[Tensor, R["tp"]]:
+    return all_reduce(x, "tp", src=P, dst=R)  # E: [spmd-collective] the input is S(0) but all_reduce was told src=P; summing the pieces of a sharded tensor adds different parts of it together; fix: all_gather(x, "tp", src=S(0), dst=R)
+
+
+def maximum_of_a_pending_sum(p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    return all_reduce(p, "tp", src=P, dst=R, op="max")  # E: [spmd-partial] all_reduce with op='max' of a pending sum (P): the ranks hold summands
+
+
+def average_of_a_pending_sum(p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    return all_reduce(p, "tp", src=P, dst=R, op="avg")  # E: [spmd-partial] all_reduce with op='avg' of a pending sum (P)
+
+
+def maximum_of_per_rank_values(v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    return all_reduce(v, "tp", src=V, dst=R, op="max")  # OK
+
+
+# Correct programs that were rejected (issue 14, family 10).
+def axis_as_a_sub_mesh(mesh: DeviceMesh, p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    return all_reduce(p, mesh["tp"], src=P, dst=R)  # OK
+
+
+def accumulator_started_as_a_constant(losses: list[Annotated[Tensor, V["dp"]]]) -> Annotated[Tensor, R["dp"]]:
+    total = torch.tensor(0.0)
+    for loss in losses:
+        total = total + loss
+    return all_reduce(total, "dp", src=P, dst=R)  # OK
+
+
+# Gradients taken other ways than loss.backward() (issue 14, family 7).
+def seeded_with_ones(loss: Annotated[Tensor, R["dp"]]) -> None:
+    loss.backward(gradient=torch.ones_like(loss))  # E: [spmd-backward] loss.backward() on axis 'dp': the loss is R, so every rank seeds a gradient of 1
+
+
+def seeded_with_the_gradient_type(loss: Annotated[Tensor, R["dp"]], seed: Annotated[Tensor, P["dp"]]) -> None:
+    loss.backward(gradient=seed)  # OK
+
+
+def seeded_with_another_type(loss: Annotated[Tensor, R["dp"]], seed: Annotated[Tensor, R["dp"]]) -> None:
+    loss.backward(gradient=seed)  # E: [spmd-backward] the gradient given is R, but a loss of type R needs a gradient of type P
+
+
+def autograd_functions(loss: Annotated[Tensor, R["dp"]], partial: Annotated[Tensor, P["dp"]], w: Tensor) -> None:
+    torch.autograd.grad(loss, [w])  # E: [spmd-backward] torch.autograd.grad(...) on axis 'dp': the loss is R
+    torch.autograd.backward([partial, loss])  # E: [spmd-backward] torch.autograd.backward(...) on axis 'dp': the loss is R
+    torch.autograd.grad([partial], [w])  # OK
+
+
+class Block(nn.Module):
+    """torch's modules with parameters are their op, with the parameters unknown (issue 14, family 2)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(4)
+        self.rms = nn.RMSNorm(4)
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> None:
+        self.norm(p)  # E: [spmd-partial] torch.nn.functional.layer_norm on axis 'tp': P (a pending sum) through a non-linear op
+        self.rms(p)  # E: [spmd-partial] P (a pending sum) through a non-linear op
+        self.norm(r)  # OK
+        reveal_type(self.proj(p))  # N: SpmdTensor[Any]

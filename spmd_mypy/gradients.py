@@ -1,0 +1,87 @@
+"""Where a backward pass is started: ``loss.backward()``, ``torch.autograd.backward`` and ``torch.autograd.grad``.
+
+Each seeds the backward pass of its outputs, with ones or with the gradient
+given (``gradient=``, ``grad_tensors=``, ``grad_outputs=``); the rule for the
+seed is the core's :func:`~spmd_types.typesystem.check_backward`.  Outputs and
+gradients passed as a list or tuple display are checked pairwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+from mypy.nodes import CallExpr, Expression, ListExpr, MemberExpr, TupleExpr
+from mypy.plugin import FunctionContext, MethodContext
+from mypy.types import Type
+
+from spmd_mypy.compat import expression_type
+from spmd_mypy.encoding import Encoder
+from spmd_mypy.report import spell
+from spmd_mypy.session import Session
+from spmd_types.typesystem import SpmdType, check_backward
+
+__all__ = ["AUTOGRAD_FUNCTIONS", "check_autograd_call", "check_backward_method"]
+
+# torch's functions that start a backward pass: the parameter naming what is differentiated, and its seeds.
+AUTOGRAD_FUNCTIONS: Final = {
+    "torch.autograd.backward": ("tensors", "grad_tensors"),
+    "torch.autograd.grad": ("outputs", "grad_outputs"),
+}
+
+
+def check_backward_method(session: Session, ctx: MethodContext) -> Type:
+    """``loss.backward()`` or ``loss.backward(gradient=g)``."""
+    loss = Encoder.read(ctx.type)
+    if isinstance(loss, SpmdType):
+        receiver = ctx.context.callee.expr if isinstance(ctx.context, CallExpr) and isinstance(
+            ctx.context.callee, MemberExpr) else None
+        value = spell(receiver) if receiver is not None else "loss"
+        seed = _argument(ctx.callee_arg_names, ctx.args, "gradient")
+        _check(session, ctx, loss, seed, f"{value}.backward()", value)
+    return ctx.default_return_type
+
+
+def check_autograd_call(session: Session, ctx: FunctionContext, name: str) -> Type:
+    """``torch.autograd.backward(losses, grads)`` or ``torch.autograd.grad(losses, inputs, grads)``."""
+    outputs_param, seeds_param = AUTOGRAD_FUNCTIONS[name]
+    outputs = _argument(ctx.callee_arg_names, ctx.args, outputs_param)
+    if outputs is None:
+        return ctx.default_return_type
+    seeds = _argument(ctx.callee_arg_names, ctx.args, seeds_param)
+    output_items = _items(outputs)
+    seed_items: Sequence[Expression | None] = _items(seeds) if seeds is not None else [None] * len(output_items)
+    if len(seed_items) != len(output_items):
+        return ctx.default_return_type  # not written pairwise: nothing to match up
+    where = f"{name}(...)"
+    for output, seed in zip(output_items, seed_items):
+        typ = expression_type(ctx.api, output)
+        loss = Encoder.read(typ) if typ is not None else None
+        if isinstance(loss, SpmdType):
+            _check(session, ctx, loss, seed, where, spell(output))
+    return ctx.default_return_type
+
+
+def _check(session: Session, ctx: FunctionContext | MethodContext, loss: SpmdType, seed: Expression | None,
+           where: str, value: str) -> None:
+    if seed is None:
+        violations = check_backward(loss)
+    else:
+        typ = expression_type(ctx.api, seed)
+        found = Encoder.read(typ) if typ is not None else None
+        if not isinstance(found, SpmdType):
+            return  # a seed of unknown type
+        violations = check_backward(loss, found)
+    session.reporter.violations(ctx.api, violations, ctx.context, where, value=value)
+
+
+def _argument(names: Sequence[str | None], args: list[list[Expression]], wanted: str) -> Expression | None:
+    for name, given in zip(names, args):
+        if name == wanted and given:
+            return given[0]
+    return None
+
+
+def _items(expr: Expression) -> list[Expression]:
+    """The elements of a list or tuple display; the expression itself otherwise."""
+    return list(expr.items) if isinstance(expr, (ListExpr, TupleExpr)) else [expr]
