@@ -117,3 +117,11 @@ class Block(nn.Module):
         self.rms(p)  # E: [spmd-partial] P (a pending sum) through a non-linear op
         self.norm(r)  # OK
         reveal_type(self.proj(p))  # N: SpmdTensor[Any]
+
+
+# Python's sum of tensors is the sum of its elements (issue 14, family 5).
+def sum_of_a_list(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]], ps: list[Annotated[Tensor, P["tp"]]]) -> None:
+    sum([p, r])  # E: [spmd-partial] sum on axis 'tp': P plus a non-partial term (R)
+    sum([p, p])  # OK
+    sum(ps)  # OK
+    sum([r, r], torch.zeros(3))  # OK
