@@ -185,7 +185,7 @@ def report_divergent(
 ) -> None:
     """A value whose SPMD type depends on the branch taken: an error unless declared."""
     types = " or ".join(t.describe() for t in found.types)
-    reason = (f"has SPMD type {types} depending on the branch taken; "
+    reason = (f"has SPMD type {types} depending on the branch taken (or the loop iteration); "
               f"make the branches agree, or declare it with one type")
     session.reporter.violations(api, [Violation(Code.BRANCH, None, reason)], expr, f'"{spell(expr)}"',
                                 speculative=speculative)

@@ -28,9 +28,9 @@ from mypy.plugin import FunctionContext
 from mypy.types import AnyType, Instance, LiteralType, Type, TypeOfAny, get_proper_type
 
 from spmd_mypy import summation
-from spmd_mypy.boundaries import Producer, fit_declared
+from spmd_mypy.boundaries import Producer, fit_declared, report_divergent
 from spmd_mypy.compat import final_str_value
-from spmd_mypy.encoding import TENSOR_CLASS, Encoder
+from spmd_mypy.encoding import TENSOR_CLASS, Divergent, Encoder
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_types.typesystem import (
@@ -111,6 +111,8 @@ def apply_call(
     """
     x_expr, x_type = x
     found = Encoder.read(x_type)
+    if isinstance(found, Divergent) and x_expr is not None:
+        report_divergent(session, ctx.api, x_expr, found)  # a branch or loop iteration the call may mistake
     have = found if isinstance(found, SpmdType) else None
     outcome = check_call(call, axis, have.get(axis) if have is not None else None, src, dst, reduction)
     value = spell(x_expr) if x_expr is not None else "x"
