@@ -181,14 +181,14 @@ def _compare_groups(have: ProperType, want: Instance) -> list[Violation]:
 
 
 def report_divergent(
-    session: Session, api: CheckerPluginInterface, expr: Expression, found: Divergent, *, operator: bool = False
+    session: Session, api: CheckerPluginInterface, expr: Expression, found: Divergent, *, speculative: bool = False
 ) -> None:
     """A value whose SPMD type depends on the branch taken: an error unless declared."""
     types = " or ".join(t.describe() for t in found.types)
-    reason = (f"has SPMD type {types} depending on the branch taken; "
+    reason = (f"has SPMD type {types} depending on the branch taken (or the loop iteration); "
               f"make the branches agree, or declare it with one type")
     session.reporter.violations(api, [Violation(Code.BRANCH, None, reason)], expr, f'"{spell(expr)}"',
-                                operator=operator)
+                                speculative=speculative)
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ def fit_declared(
     result: Type,
     context: Context,
     *,
-    operator: bool = False,
+    speculative: bool = False,
     producer: Producer | None = None,
 ) -> Type:
     """Check a computed value against the declared type it goes into; the type to give it.
@@ -249,7 +249,7 @@ def fit_declared(
                            for v in violations)
         operands = (producer.x,)
     value_name = spell(context) if isinstance(context, Expression) else "x"
-    session.reporter.violations(api, violations, context, where, operands, value=value_name, operator=operator)
+    session.reporter.violations(api, violations, context, where, operands, value=value_name, speculative=speculative)
     # A value that fits and that mypy accepts as it is keeps its own type, so that a declared
     # variable re-bound to it is narrowed to it (x = all_reduce(x, ..., op="max") is a constant).
     return result if not violations and _any_argument(result) else expected

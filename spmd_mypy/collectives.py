@@ -28,9 +28,9 @@ from mypy.plugin import FunctionContext
 from mypy.types import AnyType, Instance, LiteralType, TupleType, Type, TypeOfAny, get_proper_type
 
 from spmd_mypy import summation
-from spmd_mypy.boundaries import Producer, fit_declared
+from spmd_mypy.boundaries import Producer, fit_declared, report_divergent
 from spmd_mypy.compat import final_str_value
-from spmd_mypy.encoding import TENSOR_CLASS, Encoder
+from spmd_mypy.encoding import TENSOR_CLASS, Divergent, Encoder
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_types.typesystem import (
@@ -114,6 +114,8 @@ def apply_call(
     axes = (axis,) if isinstance(axis, str) else axis
     x_expr, x_type = x
     found = Encoder.read(x_type)
+    if isinstance(found, Divergent) and x_expr is not None:
+        report_divergent(session, ctx.api, x_expr, found)  # a branch or loop iteration the call may mistake
     have = found if isinstance(found, SpmdType) else UNKNOWN
     result, violations = check_call_on_axes(call, axes, have, src, dst, reduction)
     value = spell(x_expr) if x_expr is not None else "x"

@@ -80,6 +80,8 @@ class Hooks:
         library = ecosystem.call_handler(fullname)
         if library is not None:
             return self._guard(lambda ctx: library(session, ctx), _default_return)
+        if fullname == "builtins.sum":
+            return self._guard(lambda ctx: ops.check_builtin_sum(session, ctx), _default_return)
         if fullname in gradients.AUTOGRAD_FUNCTIONS:
             return self._guard(lambda ctx: gradients.check_autograd_call(session, ctx, fullname), _default_return)
         if fullname == collectives.ASSERT_TYPE:

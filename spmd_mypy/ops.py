@@ -53,11 +53,19 @@ from spmd_types.typesystem import (
     check_fits,
     lookup,
 )
-from spmd_types.typesystem.ops import MODULE_OPS, MODULE_PARAMETERS, OPERATOR_SYMBOLS, OPS, display_name
+from spmd_types.typesystem.ops import (
+    BUILTIN_SUM,
+    MODULE_OPS,
+    MODULE_PARAMETERS,
+    OPERATOR_SYMBOLS,
+    OPS,
+    display_name,
+)
 
 __all__ = [
     "TENSOR_PROPERTIES",
     "TENSOR_RECEIVERS",
+    "check_builtin_sum",
     "check_function",
     "check_method",
     "check_property",
@@ -140,6 +148,16 @@ def check_function(session: Session, ctx: FunctionContext, name: str) -> Type:
     return _apply(session, ctx, name, rule, arguments)
 
 
+def check_builtin_sum(session: Session, ctx: FunctionContext) -> Type:
+    """The type of Python's ``sum(tensors)`` or ``sum(tensors, start)``: the sum of the elements."""
+    if not _involves_spmd(session, ctx):
+        return ctx.default_return_type
+    names = ("iterable", "start")[: len(ctx.arg_types)]
+    arguments = read_arguments(ctx.api, BUILTIN_SUM, names, ctx.arg_types, ctx.args)
+    # mypy tries sum's overloads under an error filter: an SPMD error must not reject one.
+    return _apply(session, ctx, "sum", BUILTIN_SUM, arguments, speculative=True)
+
+
 def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
     """The type of a call of tensor method ``method`` (operators included)."""
     if not (_involves_spmd(session, ctx) or has_spmd(ctx.type) or _is_union(ctx.type)):
@@ -158,7 +176,7 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
         whole = expression_type(ctx.api, operand)
         divergent = Encoder.read(whole) if whole is not None else None
         if isinstance(divergent, Divergent):
-            report_divergent(session, ctx.api, operand, divergent, operator=operator)
+            report_divergent(session, ctx.api, operand, divergent, speculative=operator)
             return with_result(session.encoder(ctx.api), ctx.default_return_type, UNKNOWN)
     names: Sequence[str | None] = ctx.callee_arg_names
     if method.startswith("__") and not any(names):
@@ -170,7 +188,7 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
         tensor = plain_tensor(ctx.type)
         if tensor is not None:
             ctx = ctx._replace(default_return_type=tensor)
-    return _apply(session, ctx, name, rule, arguments, operator=operator)
+    return _apply(session, ctx, name, rule, arguments, speculative=operator)
 
 
 def torch_module_op(owner: str) -> str | None:
@@ -242,7 +260,7 @@ def _apply(
     name: str,
     rule: OpRule,
     arguments: Arguments,
-    operator: bool = False,
+    speculative: bool = False,
 ) -> Type:
     default = ctx.default_return_type
     # Only values that already have an SPMD type are followed, and constants in
@@ -250,17 +268,17 @@ def _apply(
     # like Any where it goes into an SPMD declaration (a fresh nn.Parameter).
     constant = rule.result in (Result.WEAK, Result.ZERO) and session.uses_spmd(ctx.api)
     if not (arguments.typed or constant):
-        return fit_declared(session, ctx.api, default, ctx.context, operator=operator)
+        return fit_declared(session, ctx.api, default, ctx.context, speculative=speculative)
     returns_tensor = contains_tensor(default)
     untyped = _is_any(default)  # a torch method without annotations, not in the op table
     if not (rule.inplace or returns_tensor or untyped):
         return default  # size(), item(), and the like
     for expr, found in arguments.divergent:
-        report_divergent(session, ctx.api, expr, found, operator=operator)
+        report_divergent(session, ctx.api, expr, found, speculative=speculative)
     autograd = not session.without_autograd(ctx.api, ctx.context)
     outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
     session.reporter.violations(ctx.api, outcome.violations, ctx.context, display_name(name), arguments.spelled,
-                                operator=operator)
+                                speculative=speculative)
     if not returns_tensor:
         return default
     result = outcome.result
@@ -273,7 +291,7 @@ def _apply(
         writes = check_fits(result, target, code=Code.INPLACE)
         session.reporter.violations(ctx.api, writes, out, f"{display_name(name)}(out=...)", value=spell(out))
     typed = with_result(session.encoder(ctx.api), default, result)
-    return fit_declared(session, ctx.api, typed, ctx.context, operator=operator)
+    return fit_declared(session, ctx.api, typed, ctx.context, speculative=speculative)
 
 
 def _receiver(context: Context, method: str) -> Expression | None:

@@ -63,11 +63,11 @@ def _check_library_roles(options: config.PluginOptions, config_file: str | None)
 
 WITHOUT_REDEFINITION_NOTE: Final = (
     "spmd-mypy: note: allow_redefinition is off, so mypy fixes a variable's type at its first "
-    "assignment and the plugin cannot re-type it: a re-bound variable that is returned or assigned by "
-    "name is not compared with the declaration, and a variable whose SPMD type differs between "
-    "branches is not reported (spmd-branch); operations, calls, collectives and returned "
-    "expressions are checked as usual. Set allow_redefinition = True and local_partial_types = True "
-    "(spmd-check --print-config shows the recommended configuration)"
+    "assignment and the plugin cannot always re-type it: a re-bound variable returned or assigned by "
+    "name is not compared with the declaration, a variable first bound to a declared value "
+    "(h = x, x a parameter) keeps that value's type when re-bound, and a variable whose SPMD type "
+    "differs between branches is not reported (spmd-branch). Set allow_redefinition = True and "
+    "local_partial_types = True (spmd-check --print-config shows the recommended configuration)"
 )
 """Said once per run on standard error when the checks depend on the missing option."""
 

@@ -70,16 +70,17 @@ class Reporter:
         operand_names: Sequence[str] = (),
         value: str = "x",
         *,
-        operator: bool = False,
+        speculative: bool = False,
     ) -> None:
         """Report each violation at ``context``; ``where`` names the op or boundary.
 
-        ``operator`` marks a hook of an operator dunder, which mypy runs under
-        an error filter (see :func:`spmd_mypy.compat.past_speculation`).
+        ``speculative`` marks a hook that mypy runs under an error filter while
+        it tries alternatives: an operator's dunder and its reflection, or the
+        overloads of a function (see :func:`spmd_mypy.compat.past_speculation`).
         """
         if not violations:
             return
-        if operator:
+        if speculative:
             with past_speculation(api):
                 self.violations(api, violations, context, where, operand_names, value)
             return

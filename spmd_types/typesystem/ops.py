@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Final
 
 __all__ = [
+    "BUILTIN_SUM",
     "MODULE_OPS",
     "MODULE_PARAMETERS",
     "NONLINEAR",
@@ -323,6 +324,10 @@ _INPLACE_VARIANTS: Final = (
     "scatter_add", "lerp", "addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv",
     "squeeze", "unsqueeze", "transpose", "t", "swapaxes", "swapdims", "tril", "triu", "cumsum",
 )
+
+
+BUILTIN_SUM: Final = _linear("iterable", "start")
+"""Python's ``sum(iterable, start)``: every element, and the start, is a summand."""
 
 
 _CLASSES: Final[dict[str, OpRule]] = {

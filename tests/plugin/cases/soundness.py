@@ -117,3 +117,23 @@ class Block(nn.Module):
         self.rms(p)  # E: [spmd-partial] P (a pending sum) through a non-linear op
         self.norm(r)  # OK
         reveal_type(self.proj(p))  # N: SpmdTensor[Any]
+
+
+# Python's sum of tensors is the sum of its elements (issue 14, family 5).
+def sum_of_a_list(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]], ps: list[Annotated[Tensor, P["tp"]]]) -> None:
+    sum([p, r])  # E: [spmd-partial] sum on axis 'tp': P plus a non-partial term (R)
+    sum([p, p])  # OK
+    sum(ps)  # OK
+    sum([r, r], torch.zeros(3))  # OK
+
+
+# A value whose type depends on the branch or the loop iteration, passed to a collective (issue 14, family 6).
+def divergent_into_a_collective(p: Annotated[Tensor, P["tp"]], v: Annotated[Tensor, V["tp"]], flag: bool) -> None:
+    h = p if flag else v * 2
+    all_reduce(h, "tp", src=P, dst=R)  # E: [spmd-branch] "h": has SPMD type tp:P or tp:V depending on the branch taken (or the loop iteration)
+
+
+def reduced_again_in_a_loop(p: Annotated[Tensor, P["tp"]], n: int) -> None:
+    h = p
+    for _ in range(n):
+        h = all_reduce(h, "tp", src=P, dst=R)  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R
