@@ -8,9 +8,10 @@
 Every case times the library call (``spmd_types.all_reduce(x, "tp", src=P,
 dst=R)`` and so on, with the axis given by name under
 ``set_current_mesh``) against the *raw* call that moves the same data: the
-``torch.ops._c10d_functional`` op the library issues itself, followed by
-``wait_tensor``, with the group name and split sizes computed once outside the
-loop.  Forward+backward cases compare against a minimal hand-written
+``torch.distributed`` function the library issues itself (``all_reduce``,
+``all_gather_single``, ``reduce_scatter_single``, ``all_to_all_single``), into
+a freshly allocated output, with the group and split sizes computed once
+outside the loop.  Forward+backward cases compare against a minimal hand-written
 ``torch.autograd.Function`` with the same raw forward and the raw backward
 communication (what one writes without this library, as Megatron-LM does);
 both sides then run ``torch.autograd.grad(y, x, g)``.  A cast that does not
@@ -22,9 +23,9 @@ Backends (each runs in fork-started child processes, so nothing leaks between th
 * ``fake``: ``dist.init_process_group("fake", rank=0, world_size=2)`` in one
   process.  A real c10d process group whose collectives complete at once
   without moving data: the library and the raw call pass through the same
-  dispatcher, functional-collective ops, output allocation and
-  ``wait_tensor``, so the difference is the library's own Python and
-  autograd cost, with no network noise.  World size 2 keeps the shapes of a
+  ``torch.distributed`` functions, dispatcher and output allocation, so the
+  difference is the library's own Python and autograd cost, with no network
+  noise.  World size 2 keeps the shapes of a
   real two-rank job (a gather doubles, a scatter halves); gloo with world 1
   would make every collective a degenerate copy.  ``LocalTensorMode`` is not
   used: it runs every op once per simulated rank through a Python dispatch
@@ -81,18 +82,18 @@ class Case:
     out_shape: tuple[int, ...]
 
 
-def build_cases(elements: int, n: int, rank: int, group_name: str) -> list[Case]:
-    """The cases for inputs of ``elements`` elements on an axis of ``n`` ranks."""
+def build_cases(elements: int, n: int, rank: int, group: Any) -> list[Case]:
+    """The cases for inputs of ``elements`` elements on an axis of ``n`` ranks (``group``: its process group)."""
     import torch
+    import torch.distributed as dist
     import torch.nn.functional as F
 
     import spmd_types as spmd
     from spmd_types import I, P, R, S, V
 
-    ops: Any = torch.ops._c10d_functional
-    all_reduce, all_gather = ops.all_reduce.default, ops.all_gather_into_tensor.default
-    reduce_scatter, all_to_all = ops.reduce_scatter_tensor.default, ops.all_to_all_single.default
-    wait = ops.wait_tensor.default
+    # The torch.distributed calls the library issues (see spmd_types._comm), each into a fresh output.
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+    scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
     def function(forward: Fn, backward: Fn) -> Fn:
         """A minimal autograd.Function: ``forward`` and ``backward`` are raw calls."""
@@ -116,19 +117,30 @@ def build_cases(elements: int, n: int, rank: int, group_name: str) -> list[Case]
     from_prev = [int(k == (rank - 1) % n) for k in range(n)]
 
     def ar(x: Any) -> Any:
-        return wait(all_reduce(x, "sum", group_name))
+        out = x.clone()
+        dist.all_reduce(out, group=group)
+        return out
 
     def ag(x: Any) -> Any:
-        return wait(all_gather(x, n, group_name))
+        out = x.new_empty((n * x.shape[0], *x.shape[1:]))
+        gather(out, x, group=group)
+        return out
 
     def rs(x: Any) -> Any:
-        return wait(reduce_scatter(x, "sum", n, group_name))
+        out = x.new_empty((x.shape[0] // n, *x.shape[1:]))
+        scatter(out, x, group=group)
+        return out
+
+    def exchange(x: Any, out_rows: list[int], in_rows: list[int]) -> Any:
+        out = x.new_empty((sum(out_rows), *x.shape[1:]))
+        dist.all_to_all_single(out, x, out_rows, in_rows, group=group)
+        return out
 
     def a2a(x: Any) -> Any:
-        return wait(all_to_all(x, ones, ones, group_name))
+        return exchange(x, ones, ones)
 
     def shift(x: Any, out_rows: list[int], in_rows: list[int]) -> Any:
-        return wait(all_to_all(x.reshape(1, -1), out_rows, in_rows, group_name)).reshape(x.shape)
+        return exchange(x.reshape(1, -1), out_rows, in_rows).reshape(x.shape)
 
     def take(x: Any) -> Any:
         return x.narrow(0, rank * chunk, chunk).clone()
@@ -208,14 +220,14 @@ def bench_rank(rank: int, port: int, backend: str, world: int, args: argparse.Na
     else:
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     mesh = init_device_mesh("cpu", (world,), mesh_dim_names=("tp",))
-    group_name = mesh.get_group("tp").group_name
+    group = mesh.get_group("tp")
     rows = []
     with spmd.set_current_mesh(mesh):
         for size_label, elements, iters, rounds in (
             ("small", args.small, args.iters_small, args.rounds),
             ("large", args.large, args.iters_large, max(3, args.rounds // 2)),
         ):
-            for case in build_cases(elements, world, dist.get_rank(), group_name):
+            for case in build_cases(elements, world, dist.get_rank(), group):
                 if args.only and not any(word in case.name for word in args.only):
                     continue
                 for mode in ("fwd", "fwd+bwd"):

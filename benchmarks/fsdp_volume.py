@@ -1,4 +1,4 @@
-"""Gradient communication of an FSDP-style step: gather to R versus all-reduce then slice.
+"""Communication of an FSDP-style step: gather to R versus all-reduce then slice, and a bfloat16 gather.
 
     python benchmarks/fsdp_volume.py             # worlds 2 and 4 on gloo; well under a minute
     python benchmarks/fsdp_volume.py --quick     # world 2, smaller layers
@@ -7,7 +7,7 @@ A stack of ``--layers`` linear layers (``--dim`` x ``--dim`` weights, ReLU
 between them) whose weights each rank holds as a shard ``S(0)`` over the
 ``dp`` axis, with a per-rank batch (``V`` on ``dp``).  Every step gathers the
 weights for the forward and must leave each rank with *its shard* of the
-summed weight gradient.  Three ways to do that:
+summed weight gradient.  Four ways to do that:
 
 * ``gather to R``: ``all_gather(w, "dp", src=S(0), dst=R)``; its backward is a
   reduce-scatter, which delivers each rank its shard of the sum directly;
@@ -15,13 +15,19 @@ summed weight gradient.  Three ways to do that:
   "dp", src=I, dst=R)``; the backward of ``convert(I -> R)`` all-reduces the
   full gradient and that of ``all_gather(S(0) -> I)`` keeps the local slice;
 * ``manual all-reduce``: the plain-PyTorch way: gather without autograd, let
-  the full weight collect a local gradient, then ``all_reduce`` it and slice.
+  the full weight collect a local gradient, then ``all_reduce`` it and slice;
+* ``gather to R, bf16``: FSDP's mixed precision,
+  ``all_gather(w, "dp", src=S(0), dst=R, comm_dtype=torch.bfloat16,
+  grad_comm_dtype=torch.float32)``: the forward gather moves ``bfloat16``
+  (half the bytes), the gradients' reduce-scatter stays ``float32``.
 
-The communication of the gradient phase (``loss.backward()`` and, for the
-manual path, the all-reduce after it) is counted two ways:
+The communication of the forward (the gathers) and of the gradient phase
+(``loss.backward()`` and, for the manual path, the all-reduce after it) is
+counted two ways:
 
-* by intercepting every ``torch.ops._c10d_functional`` collective with a
-  ``TorchDispatchMode`` (nothing in the library is patched), and converting
+* by intercepting every collective (the c10d ops that ``torch.distributed``
+  calls, as the library does, and the functional ones the manual path calls)
+  with a ``TorchDispatchMode`` (nothing in the library is patched), and converting
   each to the bytes one rank sends under the bandwidth-optimal ring algorithm
   that NCCL uses: all-reduce 2(n-1)/n of the tensor, reduce-scatter (n-1)/n of
   its input, all-gather (n-1)/n of its output;
@@ -31,9 +37,16 @@ manual path, the all-reduce after it) is counted two ways:
   a ``--dim`` x ``--dim`` tensor) shows how gloo's own algorithms compare
   with the ring model.
 
-The gradients of the three paths are compared (they must agree).  Bar: the
-gradient bytes of ``gather to R`` are at most 0.55x those of the all-reduce
-path (the design notes predict 0.5x).
+The gradients of the paths are compared with the first one's: they must
+agree to ``rtol=1e-4, atol=1e-6`` (``float32`` rounding in different
+orders).  The ``bfloat16`` path computes with the weights rounded to
+``bfloat16``, which changes the gradients by a few percent through four
+layers; it is compared, to the same tolerance, with the first path run on
+those rounded weights, which it must equal since its gradients are reduced in
+``float32``.  Bar: the gradient bytes of
+``gather to R`` are at most 0.55x those of the all-reduce path (the design
+notes predict 0.5x); the forward bytes of the ``bfloat16`` gather are 0.5x
+those of the ``float32`` one.
 """
 
 from __future__ import annotations
@@ -52,7 +65,7 @@ from _shared import run_ranks
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-PATHS = ("gather to R", "gather to I + convert", "manual all-reduce")
+PATHS = ("gather to R", "gather to I + convert", "manual all-reduce", "gather to R, bf16")
 
 
 def ring_bytes(op: str, n: int, in_bytes: int, out_bytes: int) -> float:
@@ -83,6 +96,10 @@ def wire_bytes_sent() -> int | None:
     return total if found else None
 
 
+def nbytes(t: Any) -> int:
+    return int(t.numel() * t.element_size())
+
+
 def rank_main(rank: int, port: int, world: int, args: argparse.Namespace) -> tuple[list[Any], list[Any]]:
     warnings.filterwarnings("ignore")
     import torch
@@ -100,8 +117,13 @@ def rank_main(rank: int, port: int, world: int, args: argparse.Namespace) -> tup
     group_name = mesh.get_group("dp").group_name
     ops: Any = torch.ops._c10d_functional
 
+    # The library issues torch.distributed's c10d collectives (through spmd_types' backend reference),
+    # the manual path functional ones: both reach the dispatcher, under these names.
+    c10d_names = {"allreduce_": "all_reduce", "_allgather_base_": "all_gather_into_tensor",
+                  "_reduce_scatter_base_": "reduce_scatter_tensor", "alltoall_base_": "all_to_all_single"}
+
     class Count(TorchDispatchMode):
-        """Records every functional collective: (op, input bytes, output bytes)."""
+        """Records every collective: (op, input bytes, output bytes)."""
 
         def __init__(self) -> None:
             super().__init__()
@@ -109,11 +131,14 @@ def rank_main(rank: int, port: int, world: int, args: argparse.Namespace) -> tup
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             result = func(*args, **(kwargs or {}))
-            if func.namespace == "_c10d_functional":
-                op = func.__name__.split(".")[0]
-                if op != "wait_tensor":
-                    self.calls.append((op, args[0].numel() * args[0].element_size(),
-                                       result.numel() * result.element_size()))
+            op = func.__name__.split(".")[0]
+            if func.namespace == "_c10d_functional" and op != "wait_tensor":
+                self.calls.append((op, nbytes(args[0]), nbytes(result)))
+            elif func.namespace == "c10d" and op in c10d_names:
+                if op == "allreduce_":  # (tensors, ...): in place
+                    self.calls.append((c10d_names[op], nbytes(args[0][0]), nbytes(args[0][0])))
+                else:  # (output, input, ...)
+                    self.calls.append((c10d_names[op], nbytes(args[1]), nbytes(args[0])))
             return result
 
     gen = torch.Generator().manual_seed(0)
@@ -121,13 +146,23 @@ def rank_main(rank: int, port: int, world: int, args: argparse.Namespace) -> tup
     shards = [w.chunk(world, dim=0)[rank].clone() for w in full]
     batch = torch.randn(args.batch, args.dim, generator=torch.Generator().manual_seed(100 + rank))
 
-    def step(path: str) -> tuple[list[Any], list[tuple[str, int, int]], list[tuple[str, int, int]], int | None]:
-        """Forward and gradient phase; the gradient shards, the calls of each phase, wire bytes."""
-        params = [s.clone().requires_grad_(True) for s in shards]
+    def wire_since(before: int | None) -> int | None:
+        dist.barrier()
+        after = wire_bytes_sent()
+        return after - before if before is not None and after is not None else None
+
+    def step(path: str, start: list[Any] = shards) -> tuple[list[Any], list[Any], list[Any], int | None, int | None]:
+        """Forward and gradient phase: the gradient shards, the calls of each phase, their wire bytes."""
+        params = [s.clone().requires_grad_(True) for s in start]
         forward, grad_phase = Count(), Count()
+        dist.barrier()
+        before = wire_bytes_sent()
         with spmd.set_current_mesh(mesh), forward:
             if path == "gather to R":
                 weights = [spmd.all_gather(p, "dp", src=S(0), dst=R) for p in params]
+            elif path == "gather to R, bf16":
+                weights = [spmd.all_gather(p, "dp", src=S(0), dst=R, comm_dtype=torch.bfloat16,
+                                           grad_comm_dtype=torch.float32) for p in params]
             elif path == "gather to I + convert":
                 weights = [spmd.convert(spmd.all_gather(p, "dp", src=S(0), dst=I), "dp", src=I, dst=R)
                            for p in params]
@@ -138,6 +173,7 @@ def rank_main(rank: int, port: int, world: int, args: argparse.Namespace) -> tup
             for w in weights:
                 h = F.relu(F.linear(h, w))
             loss = h.square().mean()
+        wire_forward = wire_since(before)
         dist.barrier()
         before = wire_bytes_sent()
         with spmd.set_current_mesh(mesh), grad_phase:
@@ -147,10 +183,7 @@ def rank_main(rank: int, port: int, world: int, args: argparse.Namespace) -> tup
                          for w in weights]
             else:
                 grads = [p.grad for p in params]
-        dist.barrier()
-        after = wire_bytes_sent()
-        wire = after - before if before is not None and after is not None else None
-        return grads, forward.calls, grad_phase.calls, wire
+        return grads, forward.calls, grad_phase.calls, wire_forward, wire_since(before)
 
     def barrier_bytes() -> int | None:
         dist.barrier()
@@ -181,12 +214,16 @@ def rank_main(rank: int, port: int, world: int, args: argparse.Namespace) -> tup
     calibration = [calibrate(op) for op in ("all_reduce", "reduce_scatter_tensor", "all_gather_into_tensor")]
     rows, reference = [], None
     for path in PATHS:
-        grads, fwd_calls, grad_calls, wire = step(path)
+        grads, fwd_calls, grad_calls, wire_fwd, wire_grad = step(path)
         if reference is None:
             reference = grads
-        agree = all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(reference, grads))
-        wire_grad = None if wire is None or base is None else wire - base
-        rows.append((path, fwd_calls, grad_calls, wire_grad, agree))
+        # The bf16 path is compared with the float32 path run on the weights rounded to bfloat16: what it
+        # computes, with its gradients reduced in float32.
+        want = step("gather to R", [w.to(torch.bfloat16).float() for w in shards])[0] if path.endswith("bf16") \
+            else reference
+        agree = all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(want, grads))
+        rows.append((path, fwd_calls, grad_calls, *(None if w is None or base is None else w - base
+                                                    for w in (wire_fwd, wire_grad)), agree))
     dist.barrier()
     dist.destroy_process_group()
     return (rows, calibration)
@@ -225,7 +262,7 @@ def main() -> None:
                   f"{'vs all-reduce':>13} {'gloo wire MiB':>13} {'vs all-reduce':>13} {'grads agree':>11}")
         print(header)
         print("-" * len(header))
-        summaries = {path: (summarize(grad_calls, world), wire, agree) for path, _, grad_calls, wire, agree in rows}
+        summaries = {path: (summarize(grad_calls, world), wire, agree) for path, _, grad_calls, _, wire, agree in rows}
         ring_ref = summaries["gather to I + convert"][0][2]
         wire_ref = summaries["gather to I + convert"][1]
         for path, ((names, payload, ring), wire, agree) in summaries.items():
@@ -233,8 +270,15 @@ def main() -> None:
             wire_r = f"{wire / wire_ref:12.2f}x" if wire is not None and wire_ref else f"{'n/a':>13}"
             print(f"{path:24} {names:44} {payload / mib:11.2f} {ring / mib:13.2f} {ring / ring_ref:12.2f}x "
                   f"{wire_s} {wire_r} {agree!s:>11}")
-        fwd_names, _, fwd_ring = summarize(rows[0][1], world)
-        print(f"forward (all paths): {fwd_names}, ring {fwd_ring / mib:.2f} MiB/rank")
+        print(f"\n{'path':24} {'forward collectives':44} {'payload MiB':>11} {'ring MiB/rank':>13} "
+              f"{'vs float32':>13} {'gloo wire MiB':>13} {'vs float32':>13}")
+        forwards = {path: (summarize(fwd_calls, world), wire) for path, fwd_calls, _, wire, _, _ in rows}
+        (_, _, fwd_ref), fwd_wire_ref = forwards["gather to R"]
+        for path, ((names, payload, ring), wire) in forwards.items():
+            wire_s = f"{wire / mib:13.2f}" if wire is not None else f"{'n/a':>13}"
+            wire_r = f"{wire / fwd_wire_ref:12.2f}x" if wire is not None and fwd_wire_ref else f"{'n/a':>13}"
+            print(f"{path:24} {names:44} {payload / mib:11.2f} {ring / mib:13.2f} {ring / fwd_ref:12.2f}x "
+                  f"{wire_s} {wire_r}")
         ratio = summaries["gather to R"][0][2] / ring_ref
         print(f"calibration, one bare collective on a {args.dim}x{args.dim} tensor:")
         for op, in_bytes, out_bytes, wire in calibration:
@@ -243,6 +287,9 @@ def main() -> None:
                   f"gloo wire {wire_s}")
         print(f"bar: gather-to-R gradient bytes {ratio:.2f}x the all-reduce path "
               f"({'met' if ratio <= args.bar else 'MISSED'}: <= {args.bar:g}x)")
+        half = forwards["gather to R, bf16"][0][2] / fwd_ref
+        print(f"bfloat16 gather: forward bytes {half:.2f}x the float32 gather ({'met' if half <= 0.5 else 'MISSED'}: "
+              f"<= 0.5x)")
 
 
 if __name__ == "__main__":

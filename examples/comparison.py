@@ -66,6 +66,8 @@ class Comparison:
 
     title: str
     outcomes: list[Outcome] = field(default_factory=list)
+    rtol: float = 1e-6
+    atol: float = 1e-9
 
     @property
     def ok(self) -> bool:
@@ -96,7 +98,7 @@ class Comparison:
             self.outcomes.append(Outcome(name, f"shape {tuple(got.shape)}, expected {tuple(want.shape)}"))
             return
         error = (got - want).abs().max().item() if got.numel() else 0.0
-        close = torch.allclose(got, want, rtol=1e-6, atol=1e-9)
+        close = torch.allclose(got, want, rtol=self.rtol, atol=self.atol)
         problem = None if close else f"differs from the reference by up to {error:.3g}"
         self.outcomes.append(Outcome(name, problem, error))
 
@@ -197,6 +199,10 @@ class ModuleExample:
     inputs: Callable[[torch.Generator], tuple[torch.Tensor, ...]]
     reference: Callable[..., torch.Tensor]
     options: Mapping[str, object] = field(default_factory=dict)
+    # How close is equal: up to float64 rounding by default; a variant that communicates in a lower
+    # precision states its own tolerance (torch.allclose's rtol and atol).
+    rtol: float = 1e-6
+    atol: float = 1e-9
 
     def run(self, seed: int = 0) -> Comparison:
         """Run on every simulated rank and compare with the reference (see the module docstring)."""
@@ -225,7 +231,8 @@ class ModuleExample:
         """Build, run and check the module on the ranks that entering ``ranks`` gives."""
         generator = torch.Generator().manual_seed(seed)
         with double_precision(), ranks as world:
-            comparison = Comparison(f"{self.module.__name__} {world.description}, against one device:")
+            comparison = Comparison(f"{self.module.__name__} {world.description}, against one device:",
+                                    rtol=self.rtol, atol=self.atol)
             module = self.module(**self.options)
             full = load_random_parameters(module, world, generator)
             with world.one_device():

@@ -25,7 +25,7 @@ from mypy.nodes import (
     UnaryExpr,
 )
 from mypy.plugin import FunctionContext
-from mypy.types import AnyType, Instance, LiteralType, Type, TypeOfAny, get_proper_type
+from mypy.types import AnyType, Instance, LiteralType, TupleType, Type, TypeOfAny, get_proper_type
 
 from spmd_mypy import summation
 from spmd_mypy.boundaries import Producer, fit_declared, report_divergent
@@ -41,8 +41,9 @@ from spmd_types.typesystem import (
     Shard,
     SpmdType,
     Violation,
-    check_call,
+    check_call_on_axes,
     check_fits,
+    flattened_axes,
     spmd_type_from_metadata,
 )
 from spmd_types.typesystem.annotations import axis_types_marker, shard_marker
@@ -76,10 +77,9 @@ def check_collective(session: Session, ctx: FunctionContext, call: str) -> Type:
     x_expr, x_type = args.get("x", (None, None))
     if x_type is None:
         return ctx.default_return_type
-    axis = _axis(ctx, args.get("axis"))
+    axis, reason = _axes(ctx, args.get("axis"))
     if axis is None:
-        reason = _unknown_axis(args.get("axis"))
-        session.reporter.violations(ctx.api, [Violation(Code.AXIS, None, reason)], ctx.context, call)
+        session.reporter.violations(ctx.api, [Violation(Code.AXIS, None, reason or "")], ctx.context, call)
         return unknown_on(session, ctx, x_type, None)
     src, dst = _endpoint(args.get("src")), _endpoint(args.get("dst"))
     spec = CALLS[call]
@@ -98,7 +98,7 @@ def apply_call(
     ctx: FunctionContext,
     call: str,
     x: tuple[Expression | None, Type],
-    axis: str,
+    axis: str | tuple[str, ...],
     src: Endpoint | None,
     dst: Endpoint | None,
     reduction: str = "sum",
@@ -106,34 +106,42 @@ def apply_call(
 ) -> Type:
     """The type of ``call(x, axis, src=src, dst=dst)`` at this call site; reports what is wrong with it.
 
-    ``where`` names the call in messages (by default ``call``): a library
-    function typed as one of these calls names itself.
+    ``axis`` is one mesh axis or a tuple of them (one call on their flattened
+    group: the core checks it on each).  ``where`` names the call in messages
+    (by default ``call``): a library function typed as one of these calls
+    names itself.
     """
+    axes = (axis,) if isinstance(axis, str) else axis
     x_expr, x_type = x
     found = Encoder.read(x_type)
     if isinstance(found, Divergent) and x_expr is not None:
         report_divergent(session, ctx.api, x_expr, found)  # a branch or loop iteration the call may mistake
-    have = found if isinstance(found, SpmdType) else None
-    outcome = check_call(call, axis, have.get(axis) if have is not None else None, src, dst, reduction)
+    have = found if isinstance(found, SpmdType) else UNKNOWN
+    result, violations = check_call_on_axes(call, axes, have, src, dst, reduction)
     value = spell(x_expr) if x_expr is not None else "x"
-    session.reporter.violations(ctx.api, outcome.violations, ctx.context, where or call, (value,), value)
-    base = have if have is not None else UNKNOWN
-    result = base.with_axis(axis, outcome.output) if outcome.output is not None else base
+    session.reporter.violations(ctx.api, violations, ctx.context, where or call, (value,), value)
     src_used = src if src is not None else CALLS[call].src_default
-    if x_expr is not None and src_used is not None and not outcome.violations:
-        summation.check_summed_input(session, ctx, call, x_expr, axis, src_used, dst, reduction, where or call)
-    producer = Producer(call, axis, src_used, value) if src_used is not None else None
+    if x_expr is not None and src_used is not None:
+        # A replicated summand added to per-rank values is counted once per rank on each axis summed over.
+        for name in axes:
+            if not any(v.axis == name for v in violations):
+                summation.check_summed_input(session, ctx, call, x_expr, name, src_used, dst, reduction, where or call)
+    # A boundary mismatch is fixed at the call itself (its dst), which a fix can spell for one axis.
+    producer = Producer(call, axes[0], src_used, value) if src_used is not None and len(axes) == 1 else None
     return typed_result(session, ctx, x_type, result, producer)
 
 
-def unknown_on(session: Session, ctx: FunctionContext, x_type: Type, axis: str | None) -> Type:
+def unknown_on(session: Session, ctx: FunctionContext, x_type: Type, axis: str | tuple[str, ...] | None) -> Type:
     """The input's type with ``axis`` unknown (every axis when ``axis`` is ``None``): an unreadable call."""
     found = Encoder.read(x_type)
     have = found if isinstance(found, SpmdType) else None
     if have is None:
         return ctx.default_return_type
-    result = have.with_axis(axis, None) if axis is not None and have.default is None else UNKNOWN
-    return typed_result(session, ctx, x_type, result, None)
+    if axis is None or have.default is not None:
+        return typed_result(session, ctx, x_type, UNKNOWN, None)
+    for name in (axis,) if isinstance(axis, str) else axis:
+        have = have.with_axis(name, None)
+    return typed_result(session, ctx, x_type, have, None)
 
 
 def check_assert_type(session: Session, ctx: FunctionContext) -> Type:
@@ -178,6 +186,27 @@ def by_name(ctx: FunctionContext) -> dict[str, tuple[Expression, Type]]:
     }
 
 
+def _axes(
+    ctx: FunctionContext, arg: tuple[Expression, Type] | None
+) -> tuple[str | tuple[str, ...] | None, str | None]:
+    """The mesh axis, or tuple of axes, an ``axis`` argument names; else ``None`` and why it cannot be read."""
+    if arg is None:
+        return None, _unknown_axis(arg)
+    expr, typ = arg
+    proper = get_proper_type(typ)
+    if isinstance(expr, TupleExpr) or isinstance(proper, TupleType):
+        items = (list(zip(expr.items, proper.items)) if isinstance(expr, TupleExpr) and isinstance(proper, TupleType)
+                 else [(expr, t) for t in proper.items] if isinstance(proper, TupleType) else [])
+        names = tuple(_axis(ctx, item) for item in items)
+        if not names or any(name is None for name in names):
+            return None, ("cannot tell which mesh axes this tuple names: write each as a string literal or a "
+                          'Final str, e.g. ("dp", "cp")')
+        axes, problem = flattened_axes(names)
+        return axes, problem
+    axis = _axis(ctx, arg)
+    return axis, None if axis is not None else _unknown_axis(arg)
+
+
 def _axis(ctx: FunctionContext, arg: tuple[Expression, Type] | None) -> str | None:
     if arg is None:
         return None
@@ -212,7 +241,8 @@ def _unknown_axis(arg: tuple[Expression, Type] | None) -> str:
         name = arg[0].name
         return (f"{reason}: {name} is a module-level str variable, whose value the checker does not follow; "
                 f'make it a constant ({name}: Final = "...", with Final from typing) or pass the name itself')
-    return (f"{reason}: pass a string literal, a Final str, mesh[\"tp\"] of a DeviceMesh, "
+    return (f"{reason}: pass a string literal, a Final str, a tuple of them for several axes, "
+            'mesh["tp"] of a DeviceMesh, '
             'or a ProcessGroup annotated Annotated[ProcessGroup, Axis["tp"]]')
 
 

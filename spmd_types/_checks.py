@@ -28,7 +28,11 @@ values, and a mismatch raises :class:`~spmd_types._errors.ShapeError` (dtype
 or shape) or :class:`~spmd_types._errors.CollectiveArgumentError` (a
 different call) on every rank, naming the ranks and what each passed.
 Without the check, ranks that disagree deadlock, abort inside the backend
-(gloo kills the process with SIGABRT) or silently compute garbage.  The cost
+(gloo kills the process with SIGABRT) or silently compute garbage.  Under
+``LocalTensorMode`` the collectives always make this check, whatever the
+switch says: every simulated rank's tensor is at hand, so it costs no
+communication, and a mismatch is reported as the same error rather than as
+whatever torch says when it meets tensors of different shapes.  The cost
 is one extra small all-gather per collective, waited for before the
 collective starts: about 45 µs of Python and dispatch per call (fake
 backend), plus that all-gather's latency (0.35-0.45 ms per call on gloo over
@@ -43,17 +47,17 @@ import contextlib
 import os
 import zlib
 from collections.abc import Iterator
-from typing import Any, Final, TypeVar
+from typing import Final, NoReturn, TypeVar
 
 import torch
-import torch.distributed as dist
 
+from spmd_types import _comm, _dist
 from spmd_types._errors import CollectiveArgumentError, ShapeError, SpmdTypeCheckError, SpmdValueError
-from spmd_types._mesh import Group, communicate, local_tensors, resolve_axis, simulated
+from spmd_types._mesh import Group, local_tensors, rank_values, resolve_axis, simulated
 from spmd_types.typesystem.annotations import AxisTypes
 from spmd_types.typesystem.local_types import I, R, Shard
 
-__all__ = ["assert_type", "check_ranks_agree", "runtime_checks_enabled", "set_runtime_checks"]
+__all__ = ["assert_type", "check_exchange_sizes", "check_ranks_agree", "runtime_checks_enabled", "set_runtime_checks"]
 
 _T = TypeVar("_T", bound=torch.Tensor)
 
@@ -79,6 +83,11 @@ def runtime_checks_enabled() -> bool:
     return _enabled
 
 
+def checking() -> bool:
+    """Whether a collective checks that the ranks agree: with run-time checks on, and always on simulated ranks."""
+    return _enabled or simulated() is not None
+
+
 def assert_type(x: _T, *types: AxisTypes) -> _T:
     """``assert_type(x, R["dp"], S["tp", 0], ...) -> x``
 
@@ -99,6 +108,11 @@ def assert_type(x: _T, *types: AxisTypes) -> _T:
 
 
 def _check(x: torch.Tensor, types: tuple[AxisTypes, ...]) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise SpmdValueError(
+            f"assert_type: x must be a torch.Tensor to check its SPMD types, got {type(x).__name__}; "
+            f"convert it first, e.g. torch.as_tensor(x)"
+        )
     for marker in types:
         if not isinstance(marker, AxisTypes):
             raise SpmdValueError(
@@ -129,10 +143,8 @@ def _check_same_on_axis(x: torch.Tensor, group: Group, code: str) -> None:
                     f"hold values different from rank {first} (global ranks of one group of the axis)"
                 )
         return
-    ops: Any = torch.ops._c10d_functional
-    values = data.contiguous()
-    high = communicate(ops.all_reduce, values, "max", group.name)
-    low = communicate(ops.all_reduce, values, "min", group.name)
+    high = _comm.all_reduce(data, group, "max")
+    low = _comm.all_reduce(data, group, "min")
     if not _same(high, low):
         raise SpmdTypeCheckError(
             f"assert_type: the tensor is declared {code} on axis {group.label!r}, but the ranks of the axis "
@@ -168,9 +180,52 @@ def check_ranks_agree(x: torch.Tensor, group: Group, call: str, extra: object, l
     if simulated() is not None:  # a plain tensor under LocalTensorMode: the call itself says what is wrong
         return
     mine = torch.tensor(_signature(x, head, loose_dim), dtype=torch.int64, device=x.device)
-    rows = communicate(torch.ops._c10d_functional.all_gather_into_tensor, mine, group.size, group.name)
-    ranks = dist.get_process_group_ranks(group.pg)
+    rows = _comm.all_gather(mine, group)
+    ranks = _dist.process_group_ranks(group.pg)
     _compare(call, extra, group, head, list(zip(ranks, map(tuple, rows.view(group.size, -1).tolist()))))
+
+
+def check_exchange_sizes(
+    call: str, group: Group, sends: tuple[int, ...], gets: tuple[int, ...], device: torch.device
+) -> None:
+    """Raise unless every rank expects from each rank what that rank sends it.
+
+    ``sends[k]`` is what this rank sends rank ``k`` of ``group``, ``gets[k]``
+    what it expects from rank ``k`` (the ``split_sizes`` and
+    ``out_split_sizes`` of an uneven ``all_to_all``).  On simulated ranks the
+    check is free and always made; on real ranks it costs one all-gather of
+    the sizes, made only with run-time checks on (and not while compiling).
+    """
+    mode = simulated()
+    n = group.size
+    if mode is not None:
+        sent = [rank_values(size, mode.ranks) for size in sends]
+        got = [rank_values(size, mode.ranks) for size in gets]
+        for members in group.members():
+            for i, sender in enumerate(members):
+                for j, receiver in enumerate(members):
+                    if sent[j][sender] != got[i][receiver]:
+                        _sizes_differ(call, group, sender, receiver, sent[j][sender], got[i][receiver], i, j)
+        return
+    if not _enabled or torch.compiler.is_compiling():
+        return
+    # Every rank gets every rank's sizes, so that a mismatch raises on all of them (none is left waiting).
+    mine = torch.tensor([[*sends, *gets]], dtype=torch.int64, device=device)
+    rows = _comm.all_gather(mine, group).tolist()  # rank k's sends, then what it expects
+    for i in range(n):
+        for j in range(n):
+            if rows[i][j] != rows[j][n + i]:
+                ranks = _dist.process_group_ranks(group.pg)
+                _sizes_differ(call, group, ranks[i], ranks[j], rows[i][j], rows[j][n + i], i, j)
+
+
+def _sizes_differ(call: str, group: Group, sender: int, receiver: int, sent: int, expected: int, i: int,
+                  j: int) -> NoReturn:
+    raise ShapeError(
+        f"{call} on axis {group.label!r}: rank {sender} sends {sent} to rank {receiver} (its split_sizes[{j}]), "
+        f"but rank {receiver} expects {expected} from it (its out_split_sizes[{i}]) (global ranks); pass "
+        f"out_split_sizes that are the senders' split_sizes for this rank, or leave it out to have them exchanged"
+    )
 
 
 def _signature(t: torch.Tensor, head: tuple[int, int], loose_dim: int | None) -> tuple[int, ...]:

@@ -21,9 +21,23 @@ from typing import Any, Literal
 
 import torch
 
+from spmd_types import _checks, _comm
+from spmd_types._checks import check_exchange_sizes, check_ranks_agree
 from spmd_types._errors import CollectiveArgumentError, NotDifferentiableError
-from spmd_types._mesh import AxisLike, Group, communicate, resolve_axis
-from spmd_types._prims import Permutation, check_dim, check_tensor, permutation, plan, run, shard_sizes
+from spmd_types._mesh import AxisLike, Group, local_tensors, rank_values, resolve_axis, simulated
+from spmd_types._precision import precision
+from spmd_types._prims import (
+    Permutation,
+    Precision,
+    check_dim,
+    check_tensor,
+    need_sizes,
+    permutation,
+    plan,
+    run,
+    shard_sizes,
+    size_list,
+)
 from spmd_types.typesystem.collectives import NO_GRADIENT_REDUCTIONS, Endpoint
 from spmd_types.typesystem.local_types import P, Shard, V
 
@@ -65,6 +79,15 @@ def _sharded_dim(
     return (0 if dim is None else check_dim(dim, unsharded_ndim, dim_name)), None
 
 
+def _summable(call: str, x: torch.Tensor, group: Group) -> None:
+    """Refuse to sum booleans: the backends' "sum" of bools is an or, or overflows, depending on the backend."""
+    if x.dtype is torch.bool:
+        raise CollectiveArgumentError(
+            f"{call} on axis {group.label!r}: the sum of torch.bool values is not a bool; sum integers "
+            f'(x.int()), or all_reduce with op="max" (a logical or) or op="min" (a logical and)'
+        )
+
+
 # -- all_reduce --------------------------------------------------------------------
 
 
@@ -72,10 +95,15 @@ class _Extremum(torch.autograd.Function):
     """all-reduce with max or min: a statistic, with no gradient."""
 
     @staticmethod
-    def forward(ctx: Any, x: torch.Tensor, group: Group, op: str) -> torch.Tensor:
+    def forward(ctx: Any, x: torch.Tensor, group: Group, op: str, dtypes: Precision | None) -> torch.Tensor:
         ctx.op = op
         ctx.label = group.label
-        return communicate(torch.ops._c10d_functional.all_reduce, x.contiguous(), op, group.name)
+        if _checks.checking():
+            check_ranks_agree(x, group, f'all_reduce(op="{op}")', None, None)
+        if dtypes is None:
+            return _comm.all_reduce(x, group, op)
+        comm, out, _ = dtypes
+        return _comm.all_reduce(x if comm is None else x.to(comm), group, op).to(out or x.dtype)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> None:
@@ -86,11 +114,19 @@ class _Extremum(torch.autograd.Function):
         )
 
 
-_extremum: Callable[[torch.Tensor, Group, str], torch.Tensor] = _Extremum.apply
+_extremum: Callable[[torch.Tensor, Group, str, Precision | None], torch.Tensor] = _Extremum.apply
 
 
 def all_reduce(
-    x: torch.Tensor, axis: AxisLike, *, src: Endpoint = P, dst: Endpoint, op: ReduceOp = "sum"
+    x: torch.Tensor,
+    axis: AxisLike,
+    *,
+    src: Endpoint = P,
+    dst: Endpoint,
+    op: ReduceOp = "sum",
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """``all_reduce(x: P | V, axis, *, src=P, dst: R | I, op="sum") -> R | I``
 
@@ -107,7 +143,9 @@ def all_reduce(
 
     Args:
         x: the local tensor; any shape, any layout.
-        axis: mesh-axis name, process group or 1-D mesh.
+        axis: mesh-axis name, tuple of names (one call over their
+            flattened group; see [several axes](uneven-and-multi-axis.md)),
+            process group or 1-D mesh.
         src: ``P`` (default) or ``V``.
         dst: ``R`` or ``I``; required, because the backward differs.
         op: ``"sum"``; ``"avg"`` (the sum divided by the axis size,
@@ -118,6 +156,13 @@ def all_reduce(
             checker types a maximum or minimum as a constant on ``axis``
             (``R`` and ``I`` differ only in the gradient), so it combines
             with operands of any type, as the max-logit does.
+        comm_dtype: the dtype the all-reduce runs in (and sums in); ``x`` is
+            cast to it first.  Default: ``x``'s dtype.
+        out_dtype: the result's dtype.  Default: ``x``'s dtype.
+        grad_comm_dtype: the dtype the backward's all-reduce runs in (for
+            ``dst=R``).  Default: the gradient's own.  The gradient comes back
+            in ``x``'s dtype.  The three are explained in
+            [Mixed precision](precision.md).
 
     Returns:
         A tensor of ``x``'s shape, of type ``dst`` on ``axis``.
@@ -143,22 +188,24 @@ def all_reduce(
     x = check_tensor("all_reduce", x)
     group = resolve_axis(axis)
     steps = plan("all_reduce", src, dst, group)
+    dtypes = precision("all_reduce", x, comm_dtype, out_dtype, grad_comm_dtype)
     if op == "sum":
-        return run(steps, x, group)
+        _summable("all_reduce", x, group)
+        return run(steps, x, group, precision=dtypes)
     if op == "avg":
         if not (x.is_floating_point() or x.is_complex()):
             raise CollectiveArgumentError(
                 f'all_reduce(op="avg") on axis {group.label!r}: the average of {x.dtype} values is not a '
                 f'{x.dtype} value; use op="sum" and divide (x.sum() / axis_size), or pass a float tensor'
             )
-        return run(steps, x, group) / group.size
+        return run(steps, x, group, precision=dtypes) / group.size
     if op in NO_GRADIENT_REDUCTIONS:
         if x.is_complex():
             raise CollectiveArgumentError(
                 f'all_reduce(op="{op}") on axis {group.label!r}: {x.dtype} values have no order; '
                 f"reduce x.abs() or x.real instead"
             )
-        return _extremum(x, group, op)
+        return _extremum(x, group, op, dtypes)
     raise CollectiveArgumentError(f'all_reduce: op must be "sum", "avg", "max" or "min", got {op!r}')
 
 
@@ -173,6 +220,9 @@ def all_gather(
     dst: Endpoint,
     gather_dim: int | None = None,
     split_sizes: Sequence[int] | None = None,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """``all_gather(x: V | S(i), axis, *, src=V, dst: R | I, gather_dim=None) -> R | I``
 
@@ -187,7 +237,9 @@ def all_gather(
 
     Args:
         x: the local tensor (``V``) or shard (``S(i)``); any layout.
-        axis: mesh-axis name, process group or 1-D mesh.
+        axis: mesh-axis name, tuple of names (one call over their
+            flattened group; see [several axes](uneven-and-multi-axis.md)),
+            process group or 1-D mesh.
         src: ``V`` (default) or ``S(i)``.
         dst: ``R`` or ``I``; required, because the backward differs.
         gather_dim: for ``src=V``, where the new dim goes (default 0); for
@@ -195,6 +247,12 @@ def all_gather(
         split_sizes: for ``src=S(i)`` only: the shard length of every rank
             along ``i``, for shards of unequal length (each rank's ``x`` must
             have its own length).  Implemented by padding to the longest.
+        comm_dtype: the dtype the gather runs in (``torch.bfloat16`` halves
+            the bytes of a ``float32`` parameter).  Default: ``x``'s dtype.
+        out_dtype: the result's dtype.  Default: ``x``'s dtype.
+        grad_comm_dtype: the dtype the backward's reduce-scatter runs in (for
+            ``dst=R``).  Default: the gradient's own.  The gradient comes back
+            in ``x``'s dtype; see [Mixed precision](precision.md).
 
     Returns:
         ``V``: shape ``x.shape`` with the axis size inserted at ``gather_dim``.
@@ -225,7 +283,8 @@ def all_gather(
     steps = plan("all_gather", src, dst, group)
     # Without a shard the ranks' tensors are stacked, on a new dim.
     a, sizes = _sharded_dim("all_gather", "src", src, "gather_dim", gather_dim, x.dim() + 1, x, group, split_sizes)
-    return run(steps, x, group, a, 0, sizes, sizes)
+    dtypes = precision("all_gather", x, comm_dtype, out_dtype, grad_comm_dtype)
+    return run(steps, x, group, a, 0, sizes, sizes, dtypes)
 
 
 # -- reduce_scatter ----------------------------------------------------------------
@@ -239,6 +298,9 @@ def reduce_scatter(
     dst: Endpoint = V,
     scatter_dim: int | None = None,
     split_sizes: Sequence[int] | None = None,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """``reduce_scatter(x: P | V, axis, *, src=P, dst=V, scatter_dim=None) -> V | S(i)``
 
@@ -262,13 +324,21 @@ def reduce_scatter(
 
     Args:
         x: the local partial tensor; any layout.
-        axis: mesh-axis name, process group or 1-D mesh.
+        axis: mesh-axis name, tuple of names (one call over their
+            flattened group; see [several axes](uneven-and-multi-axis.md)),
+            process group or 1-D mesh.
         src: ``P`` (default) or ``V``.
         dst: ``V`` (default) or ``S(i)``.
         scatter_dim: for ``dst=V``, the dim of size axis-size to scatter
             (default 0); for ``dst=S(i)`` it may be given only as ``i``.
         split_sizes: for ``dst=S(i)`` only: every rank's chunk length along
             ``i`` (they must add up to ``x.shape[i]``), for uneven chunks.
+        comm_dtype: the dtype the reduce-scatter runs in (and sums in).
+            Default: ``x``'s dtype.
+        out_dtype: the result's dtype.  Default: ``x``'s dtype.
+        grad_comm_dtype: the dtype the backward's all-gather runs in.
+            Default: the gradient's own.  The gradient comes back in ``x``'s
+            dtype; see [Mixed precision](precision.md).
 
     Returns:
         A tensor of type ``dst`` on ``axis``.
@@ -291,8 +361,10 @@ def reduce_scatter(
     x = check_tensor("reduce_scatter", x)
     group = resolve_axis(axis)
     steps = plan("reduce_scatter", src, dst, group)
+    _summable("reduce_scatter", x, group)
     b, sizes = _sharded_dim("reduce_scatter", "dst", dst, "scatter_dim", scatter_dim, x.dim(), x, group, split_sizes)
-    return run(steps, x, group, 0, b, sizes, sizes)
+    dtypes = precision("reduce_scatter", x, comm_dtype, out_dtype, grad_comm_dtype)
+    return run(steps, x, group, 0, b, sizes, sizes, dtypes)
 
 
 # -- all_to_all --------------------------------------------------------------------
@@ -306,6 +378,11 @@ def all_to_all(
     dst: Endpoint = V,
     split_dim: int | None = None,
     concat_dim: int | None = None,
+    split_sizes: Sequence[int] | None = None,
+    out_split_sizes: Sequence[int] | None = None,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
     """``all_to_all(x: V | S(i), axis, *, src=V, dst=V, split_dim=None, concat_dim=None) -> V | S(j)``
 
@@ -335,15 +412,45 @@ def all_to_all(
     mixed cases the dims follow the tensor they describe: for ``V -> S(j)``,
     ``j`` and ``concat_dim`` are dims of the output (they must differ); for
     ``S(i) -> V``, ``i`` and ``split_dim`` are dims of the input (they must
-    differ).  Uneven pieces are not supported.
+    differ).
+
+    Uneven pieces (the token exchange of a mixture-of-experts layer, where
+    each rank sends each expert's rank as many tokens as were routed there):
+    with ``src=S(i)`` and ``dst=S(i)``, ``split_sizes`` lists the lengths
+    along ``i`` of the consecutive pieces this rank sends to ranks 0, 1, ...,
+    and ``out_split_sizes`` the lengths of the pieces it receives from them,
+    which are the senders' ``split_sizes`` entries for this rank.  Left out,
+    ``out_split_sizes`` is found by exchanging the sizes first (one
+    all-to-all of ``n`` int64 counts and a copy to the host, which also
+    breaks a ``torch.compile`` graph).  Sizes per rank ``[to rank 0, 1, 2]``::
+
+        [a0 | a1 a2 | ]      split_sizes [1, 2, 0]       [a0 | | c0 c1]
+        [ | b0 | b1]     =>  split_sizes [0, 1, 1]   =>  [a1 a2 | b0 | ]
+        [c0 c1 | | c2]       split_sizes [2, 0, 1]       [ | b1 | c2]
+
+    On real ranks the sizes are ints; under ``LocalTensorMode`` they may be
+    per-rank ``SymInt``, such as ``counts.tolist()`` gives.
 
     Args:
         x: the local tensor; any layout.
-        axis: mesh-axis name, process group or 1-D mesh.
+        axis: mesh-axis name, tuple of names (one call over their
+            flattened group; see [several axes](uneven-and-multi-axis.md)),
+            process group or 1-D mesh.
         src: ``V`` (default) or ``S(i)``.
         dst: ``V`` (default) or ``S(j)``.
         split_dim: the dim unbound for ``dst=V`` (may be given only as ``j`` for ``dst=S(j)``).
         concat_dim: the dim stacked for ``src=V`` (may be given only as ``i`` for ``src=S(i)``).
+        split_sizes: uneven pieces (``src=S(i)``, ``dst=S(i)`` only): the
+            length along ``i`` of the piece this rank sends to each rank;
+            they add up to ``x.shape[i]``.
+        out_split_sizes: with ``split_sizes``: the length of the piece this
+            rank receives from each rank (default: exchanged).  The result's
+            dim ``i`` has their sum.
+        comm_dtype: the dtype the exchange runs in.  Default: ``x``'s dtype.
+        out_dtype: the result's dtype.  Default: ``x``'s dtype.
+        grad_comm_dtype: the dtype the backward's exchange runs in.  Default:
+            the gradient's own; it comes back in ``x``'s dtype.  See
+            [Mixed precision](precision.md).
 
     **Backward cases:**
 
@@ -354,7 +461,10 @@ def all_to_all(
         [G0b, G1b, G2b]  <=  [G1a, G1b, G1c]
         [G0c, G1c, G2c]      [G2a, G2b, G2c]
 
-    and ``S(i) -> S(j)`` has backward ``S(j) -> S(i)``.
+    and ``S(i) -> S(j)`` has backward ``S(j) -> S(i)``.  With uneven pieces
+    the backward is the transposed exchange: ``all_to_all`` with
+    ``split_sizes`` and ``out_split_sizes`` swapped, which sends every
+    gradient row back to the rank its token came from.
     """
     x = check_tensor("all_to_all", x)
     group = resolve_axis(axis)
@@ -379,7 +489,58 @@ def all_to_all(
             f"all_to_all {src.code} -> {dst.code}: {which[0]} and the shard dim are both dim {a} of the "
             f"{which[1]}; pass {which[0]}= a different dim (or shard another dim in {which[2]}=)"
         )
-    return run(steps, x, group, a, b)
+    dtypes = precision("all_to_all", x, comm_dtype, out_dtype, grad_comm_dtype)
+    if split_sizes is None and out_split_sizes is None:
+        return run(steps, x, group, a, b, precision=dtypes)
+    sends, gets = _piece_sizes(x, group, src, dst, split_sizes, out_split_sizes)
+    return run(steps, x, group, a, b, (sends, gets), (gets, sends), dtypes)
+
+
+def _piece_sizes(
+    x: torch.Tensor,
+    group: Group,
+    src: Endpoint,
+    dst: Endpoint,
+    split_sizes: Sequence[int] | None,
+    out_split_sizes: Sequence[int] | None,
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """An uneven all_to_all's sizes, checked: what this rank sends to each rank, and receives from each."""
+    if not (isinstance(src, Shard) and src == dst):
+        raise CollectiveArgumentError(
+            f"all_to_all: split_sizes= and out_split_sizes= cut pieces of uneven length along one dim, so they "
+            f"need src=S(i) and dst=S(i) with the same i (the token exchange of a mixture-of-experts layer), "
+            f"got src={src.code}, dst={dst.code}"
+        )
+    if split_sizes is None:
+        raise CollectiveArgumentError(
+            "all_to_all: out_split_sizes= needs split_sizes=, the lengths of the pieces this rank sends"
+        )
+    dim = check_dim(src.dim, x.dim(), "src=S(dim)")
+    sends = size_list(split_sizes, group, "all_to_all", "split_sizes", per_rank=True)
+    mode = simulated()
+    local = local_tensors(x)
+    if mode is None:
+        need_sizes(sends, x.shape[dim], dim, "all_to_all")
+    elif local is not None:
+        for rank, t in local.items():
+            need_sizes(tuple(rank_values(s, (rank,))[rank] for s in sends), t.shape[dim], dim,
+                       f"all_to_all on rank {rank}")
+    if out_split_sizes is None:
+        return sends, _exchanged(sends, group, x.device, mode)
+    gets = size_list(out_split_sizes, group, "all_to_all", "out_split_sizes", per_rank=True)
+    check_exchange_sizes("all_to_all", group, sends, gets, x.device)
+    return sends, gets
+
+
+def _exchanged(sends: tuple[int, ...], group: Group, device: torch.device, mode: Any) -> tuple[int, ...]:
+    """What every rank sends this one: the senders' sizes, by one all-to-all of the counts."""
+    if mode is None:
+        counts = torch.tensor(sends, dtype=torch.int64, device=device)
+    else:
+        values = [rank_values(s, mode.ranks) for s in sends]
+        counts = mode.rank_map(lambda r: torch.tensor([v[r] for v in values], dtype=torch.int64, device=device))
+    ones = [1] * group.size
+    return tuple(_comm.all_to_all(counts, group, ones, ones).tolist())
 
 
 # -- ppermute ----------------------------------------------------------------------
@@ -404,7 +565,9 @@ def ppermute(x: torch.Tensor, axis: AxisLike, perm: Iterable[tuple[int, int]]) -
 
     Args:
         x: the local tensor; any layout.
-        axis: mesh-axis name, process group or 1-D mesh.
+        axis: mesh-axis name, tuple of names (one call over their
+            flattened group; see [several axes](uneven-and-multi-axis.md)),
+            process group or 1-D mesh.
         perm: ``(source, destination)`` pairs, in any iterable (a list, a
             tuple, a generator: it is read once); no index may appear twice
             as a source or twice as a destination.
@@ -446,7 +609,16 @@ _PERMUTATIONS: dict[tuple[object, ...], tuple[Permutation, Permutation]] = {}
 # -- redistribute ------------------------------------------------------------------
 
 
-def redistribute(x: torch.Tensor, axis: AxisLike, *, src: Endpoint, dst: Endpoint) -> torch.Tensor:
+def redistribute(
+    x: torch.Tensor,
+    axis: AxisLike,
+    *,
+    src: Endpoint,
+    dst: Endpoint,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
+) -> torch.Tensor:
     """``redistribute(x, axis, *, src, dst) -> dst``
 
     Changes the type on ``axis`` while keeping the global value, with
@@ -466,12 +638,18 @@ def redistribute(x: torch.Tensor, axis: AxisLike, *, src: Endpoint, dst: Endpoin
     rule core's; a pair it does not list raises an error naming the
     alternatives.
 
+    ``comm_dtype``, ``out_dtype`` and ``grad_comm_dtype`` apply to the call it
+    routes to, as they do there ([Mixed precision](precision.md)); a route
+    without communication applies only ``out_dtype``.
+
     **Backward:** the backward of the call it routes to (see that call).
     """
     x = check_tensor("redistribute", x)
     group = resolve_axis(axis)
     steps = plan("redistribute", src, dst, group)
+    if src is P and dst is not P:
+        _summable("redistribute", x, group)
     ndim = x.dim()
     a = check_dim(src.dim, ndim, "src=S(dim)") if isinstance(src, Shard) else 0
     b = check_dim(dst.dim, ndim, "dst=S(dim)") if isinstance(dst, Shard) else 0
-    return run(steps, x, group, a, b)
+    return run(steps, x, group, a, b, precision=precision("redistribute", x, comm_dtype, out_dtype, grad_comm_dtype))

@@ -64,7 +64,9 @@ def reinterpret(x: torch.Tensor, axis: AxisLike, *, src: Endpoint, dst: Endpoint
 
     Args:
         x: the local tensor.
-        axis: mesh-axis name, process group or 1-D mesh.
+        axis: mesh-axis name, tuple of names (one call over their
+            flattened group; see [several axes](uneven-and-multi-axis.md)),
+            process group or 1-D mesh.
         src: the type on ``axis`` now: ``R``, ``I`` or ``V``.
         dst: the type wanted: ``R``, ``I``, ``V`` or ``P``.
     """
@@ -134,7 +136,9 @@ def convert(
 
     Args:
         x: the local tensor; any layout.
-        axis: mesh-axis name, process group or 1-D mesh.
+        axis: mesh-axis name, tuple of names (one call over their
+            flattened group; see [several axes](uneven-and-multi-axis.md)),
+            process group or 1-D mesh.
         src: ``R``, ``I``, ``V`` or ``S(i)``.
         dst: ``R``, ``I``, ``V``, ``S(i)`` or ``P``.
         split_sizes: for a shard end only: every rank's chunk length along

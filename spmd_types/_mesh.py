@@ -4,14 +4,29 @@ Every collective and cast takes an ``axis``, which is one of
 
 * a mesh-axis name such as ``"tp"``, looked up in the mesh of the innermost
   ``with spmd.set_current_mesh(mesh):`` block;
+* a tuple of names such as ``("dp", "cp")``: one collective over the
+  flattened group of those axes (see below);
 * a :class:`torch.distributed.ProcessGroup` (the group of the axis);
 * a one-dimensional :class:`~torch.distributed.device_mesh.DeviceMesh`
   (for example ``mesh["tp"]``).
 
-Resolution produces a :class:`Group`: the process group, its size, this
-process's index in it and the name the functional collectives use.  Groups
-are built once (when a mesh is entered, or the first time a process group or
-sub-mesh is seen) so that a call only pays for a dict lookup.
+Resolution produces a :class:`Group`: the process group, its size and this
+process's index in it.  Groups are built once (when a mesh is
+entered, or the first time a tuple of axes, a process group or a sub-mesh is
+seen) so that a call only pays for a dict lookup.
+
+Several axes.  ``axis=("dp", "cp")`` runs one collective on the group of all
+ranks that differ only in their ``dp`` and ``cp`` coordinates (the mesh's
+``mesh["dp", "cp"]._flatten()``), with ranks ordered row-major over the axes
+as listed: index ``dp_index * cp_size + cp_index``.  The names must be listed
+in the mesh's order (as ``DeviceMesh`` slicing requires), and each once.  It
+is the same as the calls on each axis in turn (an all-reduce over both sums
+over both; a gather concatenates the ``cp`` shards, then the ``dp`` ones),
+in one collective over the product of the ranks.  The flattened group is
+created the first time the tuple is used under a mesh, which, like every
+process-group creation, every rank of the world must reach; use
+``axis_size(("dp", "cp"))`` once on every rank to create it at a point of
+your choosing.
 
 Simulated ranks.  Under ``torch.distributed._local_tensor.LocalTensorMode``
 one process runs every rank, so "my index on the axis" is not a Python int:
@@ -26,30 +41,32 @@ The mesh stack is per process (not per thread).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeAlias, cast
 
 import torch
-import torch.distributed as dist
+from torch.distributed import ProcessGroup
 from torch.distributed.device_mesh import DeviceMesh
 
-from spmd_types._errors import NoCurrentMeshError, SpmdRuntimeError, UnknownAxisError
+from spmd_types import _dist
+from spmd_types._errors import NoCurrentMeshError, SpmdRuntimeError, SpmdValueError, UnknownAxisError
+from spmd_types.typesystem.collectives import flattened_axes
 
 __all__ = [
     "AxisLike",
     "Group",
     "axis_index",
     "axis_size",
-    "communicate",
     "current_mesh",
     "per_rank",
+    "rank_values",
     "resolve_axis",
     "set_current_mesh",
     "simulated",
 ]
 
-AxisLike: TypeAlias = str | dist.ProcessGroup | DeviceMesh
-"""What an ``axis`` argument may be: a mesh-axis name, a process group, a 1-D mesh."""
+AxisLike: TypeAlias = str | tuple[str, ...] | ProcessGroup | DeviceMesh
+"""What an ``axis`` argument may be: a mesh-axis name, a tuple of them, a process group, a 1-D mesh."""
 
 # -- simulated ranks (LocalTensorMode) -------------------------------------------------
 
@@ -80,18 +97,16 @@ class Group:
     every simulated rank's index instead.
     """
 
-    __slots__ = ("_index_map", "label", "name", "pg", "rank", "size")
+    __slots__ = ("_index_map", "label", "pg", "rank", "size")
 
-    pg: dist.ProcessGroup
-    name: str
+    pg: ProcessGroup
     size: int
     rank: int
     label: str
     _index_map: dict[int, int] | None
 
-    def __init__(self, pg: dist.ProcessGroup, label: str) -> None:
+    def __init__(self, pg: ProcessGroup, label: str) -> None:
         self.pg = pg
-        self.name = pg.group_name
         self.size = pg.size()
         self.rank = pg.rank()
         self.label = label
@@ -143,6 +158,16 @@ def local_tensors(x: torch.Tensor) -> dict[int, torch.Tensor] | None:
     return None
 
 
+def rank_values(value: int | torch.SymInt, ranks: Iterable[int]) -> dict[int, int]:
+    """What ``value`` is on each of the simulated ``ranks``: a plain int everywhere, or a per-rank ``SymInt``'s ints."""
+    node = getattr(value, "node", None)
+    local = getattr(node, "_local_ints", None)
+    if local is not None:
+        return {r: int(local[r]) for r in ranks}
+    constant = node.maybe_as_int() if node is not None else None  # a SymInt that holds one int
+    return dict.fromkeys(ranks, int(value) if constant is None else int(constant))
+
+
 def per_rank_int(group: Group, values: tuple[int, ...]) -> int | torch.SymInt:
     """``values[my index on the axis]``: an int, or a per-rank ``SymInt`` under ``LocalTensorMode``."""
     mode = simulated()
@@ -156,28 +181,18 @@ def per_rank_int(group: Group, values: tuple[int, ...]) -> int | torch.SymInt:
     return torch.SymInt(_LocalIntNode(mine))  # type: ignore[no-untyped-call]
 
 
-_ops: Any = torch.ops._c10d_functional
-
-
-def communicate(op: Any, x: torch.Tensor, *args: Any) -> torch.Tensor:
-    """``op(x, *args)``, a ``torch.ops._c10d_functional`` collective, waited for.
-
-    Complex data travels as its real view (a trailing dim of 2 holding the
-    real and imaginary parts): sums and data movement act on the parts
-    independently, and gloo has no complex types.
-    """
-    if x.is_complex():
-        return torch.view_as_complex(_ops.wait_tensor(op(torch.view_as_real(x), *args)))
-    return _ops.wait_tensor(op(x, *args))  # type: ignore[no-any-return]
-
-
 # -- the current mesh --------------------------------------------------------------
 
 
 class _MeshEntry:
-    __slots__ = ("groups", "mesh")
+    __slots__ = ("groups", "mesh", "names")
 
     def __init__(self, mesh: DeviceMesh) -> None:
+        if not isinstance(mesh, DeviceMesh):
+            raise SpmdValueError(
+                f"set_current_mesh needs a DeviceMesh, got {type(mesh).__name__}; e.g. "
+                'init_device_mesh("cuda", (2, 4), mesh_dim_names=("dp", "tp"))'
+            )
         names = mesh.mesh_dim_names
         if not names:
             raise UnknownAxisError(
@@ -185,7 +200,32 @@ class _MeshEntry:
                 'init_device_mesh("cuda", (2, 4), mesh_dim_names=("dp", "tp"))'
             )
         self.mesh = mesh
-        self.groups = {name: Group(mesh.get_group(name), name) for name in names}
+        self.names: tuple[str, ...] = tuple(names)
+        self.groups: dict[str | tuple[str, ...], Group] = {name: Group(mesh.get_group(name), name) for name in names}
+
+    def flattened(self, axes: tuple[object, ...]) -> Group:
+        """The group of several axes flattened into one, created (collectively) on first use."""
+        names, problem = flattened_axes(axes)
+        if names is None:
+            raise UnknownAxisError(problem)
+        unknown = [name for name in names if name not in self.names]
+        if unknown:
+            raise UnknownAxisError.with_known(
+                f"the current mesh has no axis {unknown[0]!r}; its axes are {', '.join(map(repr, self.names))}",
+                self.names,
+            )
+        if len(names) == 1:
+            return self.groups[names[0]]
+        order = [self.names.index(name) for name in names]
+        if order != sorted(order):
+            in_order = tuple(sorted(names, key=self.names.index))
+            raise UnknownAxisError(
+                f"the axes {names!r} are not in the order of the mesh's axes {self.names!r}; write {in_order!r} "
+                f"(the flattened group orders ranks row-major over the axes as the mesh lays them out)"
+            )
+        group = Group(self.mesh[names]._flatten().get_group(), ",".join(names))
+        self.groups[names] = group
+        return group
 
 
 _STACK: list[_MeshEntry] = []
@@ -226,11 +266,18 @@ def resolve_axis(axis: AxisLike) -> Group:
             )
         group = _STACK[-1].groups.get(axis)
         if group is None:
-            known = tuple(_STACK[-1].groups)
+            known = _STACK[-1].names
             raise UnknownAxisError.with_known(
                 f"the current mesh has no axis {axis!r}; its axes are {', '.join(map(repr, known))}", known
             )
         return group
+    if type(axis) is tuple:
+        if not _STACK:
+            raise NoCurrentMeshError(
+                f"axis {axis!r} names mesh axes, but no mesh is current; wrap the code in "
+                f"`with spmd_types.set_current_mesh(device_mesh):`"
+            )
+        return _STACK[-1].groups.get(axis) or _STACK[-1].flattened(axis)
     cached = _BY_OBJECT.get(id(axis))
     if cached is not None and cached[0] is axis:
         return cached[1]
@@ -238,7 +285,7 @@ def resolve_axis(axis: AxisLike) -> Group:
 
 
 def _resolve_object(axis: object) -> Group:
-    if isinstance(axis, dist.ProcessGroup):
+    if isinstance(axis, _dist.ProcessGroup):
         group = Group(axis, f"group {axis.group_name}")
     elif isinstance(axis, DeviceMesh):
         if axis.ndim != 1:
@@ -252,7 +299,8 @@ def _resolve_object(axis: object) -> Group:
         return resolve_axis(str(axis))
     else:
         raise UnknownAxisError(
-            f"axis must be a mesh-axis name, a ProcessGroup or a 1-D DeviceMesh, got {type(axis).__name__}"
+            f"axis must be a mesh-axis name, a tuple of them, a ProcessGroup or a 1-D DeviceMesh, "
+            f"got {type(axis).__name__}"
         )
     _BY_OBJECT[id(axis)] = (axis, group)
     return group

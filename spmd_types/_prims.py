@@ -46,26 +46,24 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 import torch
-import torch.nn.functional as F
 
-from spmd_types import _checks
+from spmd_types import _checks, _comm
 from spmd_types._checks import check_ranks_agree
+from spmd_types._comm import pad_dim
 from spmd_types._errors import CollectiveArgumentError, ShapeError
-from spmd_types._mesh import Group, communicate, per_rank, per_rank_int, simulated
+from spmd_types._mesh import Group, per_rank, per_rank_int, rank_values, simulated
 from spmd_types.typesystem.collectives import CALLS, Endpoint, Transition, check_call, primitive_transitions, route
 from spmd_types.typesystem.collectives import backward as backward_transition
 from spmd_types.typesystem.local_types import I, LocalType, P, R, Shard, V
 
-__all__ = ["PRIMS", "Prim", "check_dim", "check_tensor", "permutation", "plan", "run", "shard_sizes"]
+__all__ = [
+    "PRIMS", "Precision", "Prim", "check_dim", "check_tensor", "need_sizes", "permutation", "plan", "run",
+    "shard_sizes", "size_list",
+]
 
 Impl = Callable[[torch.Tensor, Group, int, int, Any], torch.Tensor]
 Key = tuple[str, str, str]
 
-_ops: Any = torch.ops._c10d_functional
-_all_reduce = _ops.all_reduce.default
-_all_gather = _ops.all_gather_into_tensor.default
-_reduce_scatter = _ops.reduce_scatter_tensor.default
-_all_to_all = _ops.all_to_all_single.default
 
 
 def _kind(t: Endpoint) -> str:
@@ -87,11 +85,31 @@ def shard_sizes(sizes: Sequence[int] | None, group: Group, call: str, endpoint: 
         return None
     if not isinstance(endpoint, Shard):
         raise CollectiveArgumentError(f"{call}: split_sizes= needs a shard S(i), not {endpoint.code}")
+    return size_list(sizes, group, call, "split_sizes")
+
+
+def size_list(sizes: object, group: Group, call: str, name: str, per_rank: bool = False) -> tuple[int, ...]:
+    """``sizes`` checked: one non-negative int per rank of ``group``.
+
+    With ``per_rank`` (sizes that differ from rank to rank), an entry may
+    also be a per-rank ``SymInt`` under ``LocalTensorMode``, such as
+    ``counts.tolist()`` of a simulated tensor gives.
+    """
     out = tuple(sizes) if isinstance(sizes, Iterable) else (sizes,)
-    if len(out) != group.size or any(isinstance(s, bool) or not isinstance(s, int) or s < 0 for s in out):
+    mode = simulated() if per_rank else None
+
+    def fits(size: object) -> bool:
+        if isinstance(size, bool):
+            return False
+        if isinstance(size, int):
+            return size >= 0
+        return mode is not None and isinstance(size, torch.SymInt) and min(rank_values(size, mode.ranks).values()) >= 0
+
+    if len(out) != group.size or not all(fits(size) for size in out):
+        hint = f"; pass {name}=counts.tolist()" if isinstance(sizes, torch.Tensor) else ""
         raise CollectiveArgumentError(
-            f"{call}: split_sizes must be {group.size} non-negative ints (one per rank of axis "
-            f"{group.label!r}), got {sizes!r}"
+            f"{call}: {name} must be {group.size} non-negative ints (one per rank of axis "
+            f"{group.label!r}), got {sizes!r}{hint}"
         )
     return out
 
@@ -129,7 +147,7 @@ def _need_divisible(x: torch.Tensor, dim: int, group: Group, why: str, uneven: b
     return length // group.size
 
 
-def _need_sizes(sizes: tuple[int, ...], total: int, dim: int, why: str) -> None:
+def need_sizes(sizes: tuple[int, ...], total: int, dim: int, why: str) -> None:
     if sum(sizes) != total:
         raise ShapeError(f"{why}: split_sizes {list(sizes)} add up to {sum(sizes)}, but dim {dim} has size {total}")
 
@@ -142,14 +160,6 @@ def _offsets(sizes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _pad_dim(t: torch.Tensor, dim: int, before: int, after: int) -> torch.Tensor:
-    """``t`` with ``before``/``after`` zeros added along ``dim``."""
-    if before == 0 and after == 0:
-        return t
-    spec = [0, 0] * (t.dim() - 1 - dim) + [before, after]
-    return F.pad(t, spec)
-
-
 # -- forward implementations -------------------------------------------------------
 # Each takes (x, group, a, b, extra); see the module docstring for a, b, extra.
 
@@ -159,19 +169,19 @@ def _identity(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torc
 
 
 def _sum_all_reduce(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
-    return communicate(_all_reduce, x.contiguous(), "sum", group.name)
+    return _comm.all_reduce(x, group)
 
 
 def _gather_stack(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
-    stacked = communicate(_all_gather, x.unsqueeze(0).contiguous(), group.size, group.name)
+    stacked = _comm.all_gather(x.unsqueeze(0), group)
     return stacked if a == 0 else stacked.movedim(0, a).contiguous()
 
 
 def _gather_cat(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
     if sizes is None:
         if a == 0:  # the collective concatenates along dim 0 already
-            return communicate(_all_gather, x.contiguous(), group.size, group.name)
-        stacked = communicate(_all_gather, x.unsqueeze(0).contiguous(), group.size, group.name)
+            return _comm.all_gather(x, group)
+        stacked = _comm.all_gather(x.unsqueeze(0), group)
         return stacked.movedim(0, a).flatten(a, a + 1)
     # Uneven: every rank pads its shard to the largest, gathers, and trims.
     longest = max(sizes)
@@ -182,30 +192,30 @@ def _gather_cat(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int,
                 f"all_gather: rank {me} of axis {group.label!r} has {t.shape[a]} entries along dim {a}, "
                 f"but split_sizes says {sizes[me]}"
             )
-        return _pad_dim(t, a, 0, longest - sizes[me])
+        return pad_dim(t, a, 0, longest - sizes[me])
 
     padded = per_rank(x, group, pad) if any(s != longest for s in sizes) else x
-    stacked = communicate(_all_gather, padded.unsqueeze(0).contiguous(), group.size, group.name)
+    stacked = _comm.all_gather(padded.unsqueeze(0), group)
     return torch.cat([stacked[k].narrow(a, 0, sizes[k]) for k in range(group.size)], dim=a)
 
 
 def _scatter_unbind(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
     _need_axis_sized(x, b, group, "reduce_scatter to V")
     rows = x.movedim(b, 0).contiguous()
-    return communicate(_reduce_scatter, rows, "sum", group.size, group.name).squeeze(0)
+    return _comm.reduce_scatter(rows, group).squeeze(0)
 
 
 def _scatter_chunk(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
     if sizes is None:
         chunk = _need_divisible(x, b, group, "reduce_scatter")
         if b == 0:  # the collective scatters dim 0 already
-            return communicate(_reduce_scatter, x.contiguous(), "sum", group.size, group.name)
+            return _comm.reduce_scatter(x, group)
         rows = torch.unflatten(x, b, (group.size, chunk)).movedim(b, 0).contiguous()
-        return communicate(_reduce_scatter, rows, "sum", group.size, group.name).squeeze(0)
-    _need_sizes(sizes, x.shape[b], b, "reduce_scatter")
+        return _comm.reduce_scatter(rows, group).squeeze(0)
+    need_sizes(sizes, x.shape[b], b, "reduce_scatter")
     longest = max(sizes)
-    pieces = [_pad_dim(p, b, 0, longest - p.shape[b]) for p in x.split_with_sizes(list(sizes), dim=b)]
-    mine = communicate(_reduce_scatter, torch.stack(pieces).contiguous(), "sum", group.size, group.name).squeeze(0)
+    pieces = [pad_dim(p, b, 0, longest - p.shape[b]) for p in x.split_with_sizes(list(sizes), dim=b)]
+    mine = _comm.reduce_scatter(torch.stack(pieces), group).squeeze(0)
     return per_rank(mine, group, lambda t, me: t.narrow(b, 0, sizes[me]).contiguous())
 
 
@@ -218,7 +228,7 @@ def _take_chunk(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int,
     if sizes is None:
         chunk = _need_divisible(x, b, group, "convert to S")
         return per_rank(x, group, lambda t, me: t.narrow(b, me * chunk, chunk).clone())
-    _need_sizes(sizes, x.shape[b], b, "convert to S")
+    need_sizes(sizes, x.shape[b], b, "convert to S")
     starts = _offsets(sizes)
     return per_rank(x, group, lambda t, me: t.narrow(b, starts[me], sizes[me]).clone())
 
@@ -229,15 +239,15 @@ def _keep_on_first(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) ->
 
 def _pad_entry(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
     n = group.size
-    return per_rank(x, group, lambda t, me: _pad_dim(t.unsqueeze(a), a, me, n - 1 - me))
+    return per_rank(x, group, lambda t, me: pad_dim(t.unsqueeze(a), a, me, n - 1 - me))
 
 
 def _pad_chunk(x: torch.Tensor, group: Group, a: int, b: int, sizes: tuple[int, ...] | None) -> torch.Tensor:
     n = group.size
     if sizes is None:
-        return per_rank(x, group, lambda t, me: _pad_dim(t, a, me * t.shape[a], (n - 1 - me) * t.shape[a]))
+        return per_rank(x, group, lambda t, me: pad_dim(t, a, me * t.shape[a], (n - 1 - me) * t.shape[a]))
     starts, total = _offsets(sizes), sum(sizes)
-    return per_rank(x, group, lambda t, me: _pad_dim(t, a, starts[me], total - starts[me] - t.shape[a]))
+    return per_rank(x, group, lambda t, me: pad_dim(t, a, starts[me], total - starts[me] - t.shape[a]))
 
 
 def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
@@ -245,14 +255,19 @@ def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
 
     dst ``V``: unbind input dim ``b``; dst ``S(b)``: chunk along ``b`` (a dim of
     the output).  src ``V``: stack at output dim ``a``; src ``S(a)``:
-    concatenate along ``a`` (a dim of the input).
+    concatenate along ``a`` (a dim of the input).  With uneven pieces
+    (``extra``, for ``S(a) -> S(a)``) the blocks along ``a`` have the sizes
+    the caller gave.
     """
 
     def impl(x: torch.Tensor, group: Group, a: int, b: int, extra: Any) -> torch.Tensor:
         n = group.size
+        if extra is not None:  # uneven pieces along one dim a == b: extra is (sizes sent, sizes received)
+            sends, gets = extra
+            return _comm.all_to_all(x.movedim(a, 0), group, gets, sends).movedim(0, a)
         if src_kind == "S" and dst_kind == "S" and a == 0 and b == 0:  # all_to_all_single as is
             chunk = _need_divisible(x, 0, group, "all_to_all to S", uneven=False)
-            return communicate(_all_to_all, x.contiguous(), [chunk] * n, [chunk] * n, group.name)
+            return _comm.all_to_all(x, group, [chunk] * n, [chunk] * n)
         if dst_kind == "V":
             _need_axis_sized(x, b, group, "all_to_all to V")
             by_dest = x.movedim(b, 0)
@@ -263,7 +278,7 @@ def _make_all_to_all(src_kind: str, dst_kind: str) -> Impl:
             by_dest = torch.unflatten(x, split, (n, chunk)).movedim(split, 0)
             cat_dim = a
         by_dest = by_dest.contiguous()
-        by_src = communicate(_all_to_all, by_dest, [1] * n, [1] * n, group.name)
+        by_src = _comm.all_to_all(by_dest, group, [1] * n, [1] * n)
         if src_kind == "V":
             return by_src if a == 0 else by_src.movedim(0, a).contiguous()
         return by_src.movedim(0, cat_dim).flatten(cat_dim, cat_dim + 1)
@@ -284,7 +299,7 @@ def _permute(x: torch.Tensor, group: Group, a: int, b: int, perm: Permutation) -
     else:
         out_rows = [per_rank_int(group, column) for column in gets]
         in_rows = [per_rank_int(group, column) for column in sends]
-    moved = communicate(_all_to_all, flat, out_rows, in_rows, group.name).reshape(x.shape)
+    moved = _comm.all_to_all(flat, group, out_rows, in_rows).reshape(x.shape)
     if all(receives):
         return moved
     return per_rank(moved, group, lambda t, me: t if receives[me] else torch.zeros_like(t))
@@ -431,27 +446,57 @@ def _describe(key: Key, a: int, b: int) -> str:
 # -- the autograd Function ---------------------------------------------------------
 
 
+Precision = tuple[torch.dtype | None, torch.dtype | None, torch.dtype | None]
+"""``(comm, out, grad_comm)`` dtypes of one communicating step; ``None`` keeps the dtype at hand.
+
+The step casts its input to ``comm``, communicates, and casts the result to
+``out`` (by default back to the input's dtype).  Its backward runs with
+``(grad_comm, the input's dtype, comm)``: the gradient is communicated in
+``grad_comm`` (by default in the dtype it arrives in) and returned in the
+dtype of the forward's input, as autograd requires.
+"""
+
+
 class _Step(torch.autograd.Function):
     """Runs one primitive; its backward runs the core's backward primitive (through ``_Step``)."""
 
     @staticmethod
     def forward(
-        ctx: Any, x: torch.Tensor, prim: Prim, group: Group, a: int, b: int, extra: Any, extra_back: Any
+        ctx: Any,
+        x: torch.Tensor,
+        prim: Prim,
+        group: Group,
+        a: int,
+        b: int,
+        extra: Any,
+        extra_back: Any,
+        precision: Precision | None,
     ) -> torch.Tensor:
-        ctx.saved = (prim, group, a, b, extra, extra_back)
-        if prim.key[0] in _COMMUNICATING and _checks.runtime_checks_enabled():
-            # An uneven gather's shards may differ in length along the shard dim (split_sizes checks it).
-            uneven = prim.key[:2] == ("all_gather", "S") and extra is not None
-            check_ranks_agree(x, group, _describe(prim.key, a, b), extra, a if uneven else None)
-        return prim.forward(x, group, a, b, extra)
+        out_dtype = None
+        if precision is not None:
+            comm, out_dtype, grad_comm = precision
+            ctx.saved = (prim, group, a, b, extra, extra_back, (grad_comm, x.dtype, comm))
+            out_dtype = out_dtype or x.dtype
+            x = x if comm is None else x.to(comm)
+        else:
+            ctx.saved = (prim, group, a, b, extra, extra_back, None)
+        if prim.key[0] in _COMMUNICATING and _checks.checking():
+            # An uneven shard may differ in length along the shard dim (split_sizes checks it).  The
+            # sizes of an uneven all_to_all differ from rank to rank: the caller checks them on their own.
+            uneven = extra is not None and prim.key[:2] in (("all_gather", "S"), ("all_to_all", "S"))
+            agreed = None if prim.key[0] == "all_to_all" else extra
+            check_ranks_agree(x, group, _describe(prim.key, a, b), agreed, a if uneven else None)
+        y = prim.forward(x, group, a, b, extra)
+        return y if out_dtype is None else y.to(out_dtype)
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        prim, group, a, b, extra, extra_back = ctx.saved
-        return (_apply(grad, prim.backward, group, b, a, extra_back, extra), None, None, None, None, None, None)
+        prim, group, a, b, extra, extra_back, precision = ctx.saved
+        grad_x = _apply(grad, prim.backward, group, b, a, extra_back, extra, precision)
+        return (grad_x, None, None, None, None, None, None, None)
 
 
-_apply: Callable[[torch.Tensor, Prim, Group, int, int, Any, Any], torch.Tensor] = _Step.apply
+_apply: Callable[[torch.Tensor, Prim, Group, int, int, Any, Any, Precision | None], torch.Tensor] = _Step.apply
 
 Plan = tuple[Prim, ...]
 PlanKey = tuple[str, str, str, bool]
@@ -517,9 +562,29 @@ def _bad_pair(call: str, src: object, dst: object, group: Group) -> CollectiveAr
 
 
 def run(
-    steps: Plan, x: torch.Tensor, group: Group, a: int = 0, b: int = 0, extra: Any = None, extra_back: Any = None
+    steps: Plan,
+    x: torch.Tensor,
+    group: Group,
+    a: int = 0,
+    b: int = 0,
+    extra: Any = None,
+    extra_back: Any = None,
+    precision: Precision | None = None,
 ) -> torch.Tensor:
-    """Run a plan's primitives on ``x`` in order."""
-    for prim in steps:
-        x = _apply(x, prim, group, a, b, extra, extra_back)
-    return x
+    """Run a plan's primitives on ``x`` in order.
+
+    ``precision`` applies to the plan's communication, its last step (a
+    collective's plan communicates once, last).  A plan that does not
+    communicate only casts its result to ``out`` (autograd casts the gradient
+    back).
+    """
+    if precision is None:
+        for prim in steps:
+            x = _apply(x, prim, group, a, b, extra, extra_back, None)
+        return x
+    last = steps[-1] if steps and steps[-1].key[0] in _COMMUNICATING else None
+    for prim in steps if last is None else steps[:-1]:
+        x = _apply(x, prim, group, a, b, extra, extra_back, None)
+    if last is not None:
+        return _apply(x, last, group, a, b, extra, extra_back, precision)
+    return x if precision[1] is None else x.to(precision[1])

@@ -3,8 +3,9 @@
 The pages are not written by hand: every signature, diagram, argument list and
 backward case comes from the docstrings in ``spmd_types/`` (read with ``ast``,
 so neither torch nor the runtime is imported), and every table of accepted
-``src``/``dst`` pairs is computed from the rule core.  A test fails when a page
-is out of date::
+``src``/``dst`` pairs is computed from the rule core.  The exceptions are the
+topic pages (``TOPICS``), which cut across several calls: they are written in
+``tools/reference/`` and copied in.  A test fails when a page is out of date::
 
     python tools/gen_reference.py           # rewrite docs/reference/
     python tools/gen_reference.py --check   # exit 1 if a page is stale
@@ -47,6 +48,7 @@ class Page:
     names: tuple[str, ...]
     module_doc: bool = False  # start the page with the module docstring
     table: str | None = None  # a call of the rule core whose accepted pairs are tabulated
+    summary: str | None = None  # what the index says the page holds (default: its names)
 
 
 PAGES: tuple[Page, ...] = (
@@ -67,7 +69,19 @@ PAGES: tuple[Page, ...] = (
          ("SpmdError", "SpmdValueError", "SpmdRuntimeError", "CollectiveArgumentError", "ShapeError",
           "UnknownAxisError", "NoCurrentMeshError", "NotDifferentiableError", "SpmdTypeCheckError"),
          module_doc=True),
+    Page("precision", "Mixed precision", "spmd_types/_precision.py", (), module_doc=True,
+         summary="`comm_dtype`, `out_dtype` and `grad_comm_dtype`: the dtypes a collective communicates in"),
+    Page("backend", "The torch.distributed backend", "spmd_types/_dist.py", ("set_dist", "use_dist", "get_dist"),
+         module_doc=True),
 )
+
+# Pages written by hand, in tools/reference/: topics that cut across several calls, with samples
+# that tests/docs type-check.  The generator copies them in with the notice on top.
+TOPICS: dict[str, str] = {
+    "uneven-and-multi-axis": "Uneven pieces and several axes: `split_sizes`, `out_split_sizes`, "
+                             '`axis=("dp", "cp")`',
+}
+TOPIC_SOURCES = ROOT / "tools" / "reference"
 
 # Where each documented name lives, for cross-references in docstrings.
 ANCHORS: dict[str, str] = {}
@@ -317,16 +331,21 @@ def render_index() -> str:
     local_doc, _ = _definitions("spmd_types/_local.py")
     out = [NOTICE.format(source="spmd_types/_collectives.py and spmd_types/_local.py"), "",
            "# API reference", "",
-           "One page per collective and cast, and pages for meshes, `assert_type` and the exceptions. "
-           "Everything here is generated from the docstrings of the runtime library and from the rule "
-           "core's tables, so it says what the code does.", "",
+           "One page per collective and cast, pages for meshes, `assert_type`, the exceptions, mixed precision "
+           "and the `torch.distributed` backend, and a page on uneven pieces and collectives over several axes. "
+           "Everything here but that last page is generated from the docstrings of the runtime library and from "
+           "the rule core's tables, so it says what the code does; the last one's code samples are type-checked "
+           "by the tests.", "",
            "| call | what it does |", "|---|---|"]
     for name, spec in CALLS.items():
         out.append(f"| [`{name}`]({name}.md) | {spec.summary} |")
     out += ["", "| page | contents |", "|---|---|"]
     for page in PAGES:
         if page.table is None:
-            out.append(f"| [{page.title}]({page.slug}.md) | " + ", ".join(f"`{n}`" for n in page.names) + " |")
+            contents = page.summary or ", ".join(f"`{n}`" for n in page.names)
+            out.append(f"| [{page.title}]({page.slug}.md) | {contents} |")
+    for slug, summary in TOPICS.items():
+        out.append(f"| [{_topic_title(slug)}]({slug}.md) | {summary.partition(': ')[2] or summary} |")
     out.append("| [Other libraries' collectives](libraries.md) | Megatron's mapping functions and the calls "
                "they are typed as |")
     out += ["", "## Collectives", ""] + docstring_markdown(coll_doc or "")
@@ -364,11 +383,28 @@ def render_libraries() -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+def _topic_title(slug: str) -> str:
+    """A topic page's title: the first heading of its source."""
+    for line in (TOPIC_SOURCES / f"{slug}.md").read_text().splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    raise ValueError(f"tools/reference/{slug}.md has no '# ' title")
+
+
+def render_topic(slug: str) -> str:
+    """A hand-written topic page, with the notice that says where to edit it."""
+    source = f"tools/reference/{slug}.md"
+    notice = (f"<!-- Written by hand in {source}; edit it there, then run: python tools/gen_reference.py "
+              "(which copies it here) -->")
+    return notice + "\n\n" + (ROOT / source).read_text().strip("\n") + "\n"
+
+
 def render_all() -> dict[Path, str]:
     """Every generated page by path."""
     pages = {OUT / f"{page.slug}.md": render_page(page) for page in PAGES}
     pages[OUT / "index.md"] = render_index()
     pages[OUT / "libraries.md"] = render_libraries()
+    pages.update({OUT / f"{slug}.md": render_topic(slug) for slug in TOPICS})
     return pages
 
 

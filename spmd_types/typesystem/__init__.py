@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.collectives import Transition as Transition
     from spmd_types.typesystem.collectives import backward as backward
     from spmd_types.typesystem.collectives import check_call as check_call
+    from spmd_types.typesystem.collectives import check_call_on_axes as check_call_on_axes
+    from spmd_types.typesystem.collectives import flattened_axes as flattened_axes
     from spmd_types.typesystem.collectives import route as route
     from spmd_types.typesystem.ecosystem import EQUIVALENTS as EQUIVALENTS
     from spmd_types.typesystem.ecosystem import GROUP_GETTERS as GROUP_GETTERS
@@ -92,7 +94,11 @@ _DEFINED_IN: dict[str, str] = {
     **dict.fromkeys(("Fix", "Violation"), "violations"),
     **dict.fromkeys(("OPS", "OpRule", "Result", "lookup"), "ops"),
     **dict.fromkeys(("Operand", "OpOutcome", "apply_op", "check_fits", "fits"), "join"),
-    **dict.fromkeys(("CALLS", "CallOutcome", "Transition", "backward", "check_call", "route"), "collectives"),
+    **dict.fromkeys(
+        ("CALLS", "CallOutcome", "Transition", "backward", "check_call", "check_call_on_axes", "flattened_axes",
+         "route"),
+        "collectives",
+    ),
     **dict.fromkeys(("check_backward",), "loss"),
     **dict.fromkeys(("summed_replicated_term", "sums_over_axis"), "summation"),
     **dict.fromkeys(

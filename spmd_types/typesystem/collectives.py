@@ -31,6 +31,7 @@ from spmd_types.typesystem.local_types import (
     gradient_type,
     is_varying,
 )
+from spmd_types.typesystem.spmd_type import SpmdType
 from spmd_types.typesystem.violations import Code, Fix, Violation
 
 __all__ = [
@@ -42,9 +43,11 @@ __all__ = [
     "Transition",
     "backward",
     "check_call",
+    "check_call_on_axes",
     "cost",
     "fix",
     "fixes_between",
+    "flattened_axes",
     "primitive_transitions",
     "route",
     "type_arg",
@@ -397,6 +400,52 @@ def check_call(
     if have is None or src_accepts(src, have):
         return CallOutcome(output, steps)
     return CallOutcome(output, steps, (_src_mismatch(call, axis, have, src, dst),))
+
+
+def flattened_axes(axes: object) -> tuple[tuple[str, ...] | None, str | None]:
+    """``axes`` (a name or a tuple of names) as a tuple of distinct names, or why it is not one.
+
+    A tuple such as ``("dp", "cp")`` names the flattened group of those mesh
+    axes: one collective over the product of their ranks, ranks ordered
+    row-major over the names as listed.
+    """
+    names = (axes,) if isinstance(axes, str) else axes
+    if not isinstance(names, tuple) or not names or not all(isinstance(n, str) and n for n in names):
+        return None, f"an axis is a mesh-axis name or a non-empty tuple of them, got {axes!r}"
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        return None, f"the axes {names!r} name {', '.join(map(repr, twice))} twice; list each mesh axis once"
+    return names, None
+
+
+def check_call_on_axes(
+    call: str,
+    axes: tuple[str, ...],
+    have: SpmdType,
+    src: Endpoint | None,
+    dst: Endpoint | None,
+    op: str = "sum",
+) -> tuple[SpmdType, tuple[Violation, ...]]:
+    """``call(x, axes, src=src, dst=dst, op=op)`` for ``x`` of type ``have``: the result's type and the violations.
+
+    On a flattened group of several axes the call is the same call on each
+    axis in turn (an all-reduce over ``("dp", "cp")`` sums over both, a
+    gather concatenates over both, and so on), so ``src`` and ``dst`` apply
+    on every axis listed: each axis is checked as a call of its own and set to
+    its output.  A ``src``/``dst`` pair the call does not accept is reported
+    once, on the first axis, not once per axis.
+    """
+    result = have
+    violations: list[Violation] = []
+    rejected = False
+    for axis in axes:
+        outcome = check_call(call, axis, have.get(axis), src, dst, op)
+        if outcome.output is not None:
+            result = result.with_axis(axis, outcome.output)
+        if not (rejected and outcome.steps is None):
+            violations.extend(outcome.violations)
+        rejected = rejected or outcome.steps is None
+    return result, tuple(violations)
 
 
 # Collectives by what they do to the data: sum it over the ranks, or move it between them.

@@ -2,7 +2,7 @@
 # tests/stubs/test_stubs.py (mypy.stubtest).
 from collections.abc import Iterable, Sequence
 from contextlib import _GeneratorContextManager
-from typing import Final, Literal, TypeAlias, TypeVar
+from typing import Any, Final, Literal, TypeAlias, TypeVar
 
 import torch
 from torch.distributed import ProcessGroup
@@ -34,11 +34,19 @@ V: Final[LocalType]
 P: Final[LocalType]
 
 _Endpoint: TypeAlias = LocalType | Shard
-_AxisLike: TypeAlias = str | ProcessGroup | DeviceMesh
+_AxisLike: TypeAlias = str | tuple[str, ...] | ProcessGroup | DeviceMesh
 _ReduceOp: TypeAlias = Literal["sum", "avg", "max", "min"]
 
 def all_reduce(
-    x: torch.Tensor, axis: _AxisLike, *, src: _Endpoint = ..., dst: _Endpoint, op: _ReduceOp = "sum"
+    x: torch.Tensor,
+    axis: _AxisLike,
+    *,
+    src: _Endpoint = ...,
+    dst: _Endpoint,
+    op: _ReduceOp = "sum",
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor: ...
 def all_gather(
     x: torch.Tensor,
@@ -48,6 +56,9 @@ def all_gather(
     dst: _Endpoint,
     gather_dim: int | None = None,
     split_sizes: Sequence[int] | None = None,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor: ...
 def reduce_scatter(
     x: torch.Tensor,
@@ -57,6 +68,9 @@ def reduce_scatter(
     dst: _Endpoint = ...,
     scatter_dim: int | None = None,
     split_sizes: Sequence[int] | None = None,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor: ...
 def all_to_all(
     x: torch.Tensor,
@@ -66,9 +80,23 @@ def all_to_all(
     dst: _Endpoint = ...,
     split_dim: int | None = None,
     concat_dim: int | None = None,
+    split_sizes: Sequence[int] | None = None,
+    out_split_sizes: Sequence[int] | None = None,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor: ...
 def ppermute(x: torch.Tensor, axis: _AxisLike, perm: Iterable[tuple[int, int]]) -> torch.Tensor: ...
-def redistribute(x: torch.Tensor, axis: _AxisLike, *, src: _Endpoint, dst: _Endpoint) -> torch.Tensor: ...
+def redistribute(
+    x: torch.Tensor,
+    axis: _AxisLike,
+    *,
+    src: _Endpoint,
+    dst: _Endpoint,
+    comm_dtype: torch.dtype | None = None,
+    out_dtype: torch.dtype | None = None,
+    grad_comm_dtype: torch.dtype | None = None,
+) -> torch.Tensor: ...
 def reinterpret(x: torch.Tensor, axis: _AxisLike, *, src: _Endpoint, dst: _Endpoint) -> torch.Tensor: ...
 def convert(
     x: torch.Tensor, axis: _AxisLike, *, src: _Endpoint, dst: _Endpoint, split_sizes: Sequence[int] | None = None
@@ -77,6 +105,9 @@ def set_current_mesh(mesh: DeviceMesh) -> _GeneratorContextManager[DeviceMesh]: 
 def current_mesh() -> DeviceMesh | None: ...
 def axis_index(axis: _AxisLike) -> int: ...
 def axis_size(axis: _AxisLike) -> int: ...
+def set_dist(backend: Any) -> Any: ...
+def get_dist() -> Any: ...
+def use_dist(backend: _T) -> _GeneratorContextManager[_T]: ...
 def assert_type(x: _T, *types: AxisTypes) -> _T: ...
 def set_runtime_checks(enabled: bool) -> None: ...
 def runtime_checks_enabled() -> bool: ...

@@ -36,7 +36,7 @@ def test_no_stray_pages_in_the_reference() -> None:
 
 @pytest.mark.parametrize("name", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "ppermute",
                                   "reinterpret", "convert", "redistribute", "set_current_mesh", "axis_index",
-                                  "axis_size", "assert_type"])
+                                  "axis_size", "assert_type", "set_dist", "use_dist", "get_dist"])
 def test_every_public_call_is_documented(name: str) -> None:
     assert name in gen.ANCHORS
     page = (gen.OUT / gen.ANCHORS[name].partition("#")[0]).read_text()

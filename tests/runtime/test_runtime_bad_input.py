@@ -211,3 +211,90 @@ def test_errors_keep_their_text_under_compile(sim8, fn, cls, text, fullgraph) ->
     assert text in str(info.value), str(info.value)
     if not fullgraph:  # Dynamo falls back to eager, which raises the error itself
         assert isinstance(info.value, cls)
+
+
+# -- shapes that differ across ranks, with run-time checks off ------------------------------
+
+
+@pytest.mark.parametrize(
+    "call, kwargs, describe",
+    [
+        ("all_reduce", {"src": V, "dst": R}, r"all_reduce\(P -> R\)"),
+        ("all_reduce", {"src": V, "dst": I, "op": "max"}, r'all_reduce\(op="max"\)'),
+        ("all_gather", {"dst": R}, r"all_gather\(V -> R\)"),
+        ("all_gather", {"src": S(1), "dst": I}, r"all_gather\(S\(1\) -> I\)"),
+        ("reduce_scatter", {"dst": S(1)}, r"reduce_scatter\(P -> S\(1\)\)"),
+        ("all_to_all", {"src": S(1), "dst": S(1)}, r"all_to_all\(S\(1\) -> S\(1\)\)"),
+        ("redistribute", {"src": P, "dst": R}, r"all_reduce\(P -> R\)"),
+    ],
+)
+def test_shapes_that_differ_across_simulated_ranks_are_named_without_checks(ctx, call, kwargs, describe) -> None:
+    """Simulated ranks are all at hand: the collectives compare them even with run-time checks off."""
+    assert not spmd.runtime_checks_enabled()
+    x = ctx.rank_map(lambda r: torch.ones(4, 3 if r == 6 else 4))
+    with pytest.raises(ShapeError, match=rf"^{describe} on axis 'tp': every rank of the axis must pass a tensor of the "
+                                         rf"same dtype and shape, but rank 4 has float32\[4, 4\]; rank 6 has float32\[4, 3\]"):
+        getattr(spmd, call)(x, "tp", **kwargs)
+
+
+def test_ppermute_shapes_that_differ_across_simulated_ranks(ctx) -> None:
+    x = ctx.rank_map(lambda r: torch.ones(2 if r == 1 else 3))
+    with pytest.raises(ShapeError, match=r"ppermute\(V -> V\) on axis 'tp': .*rank 0 has float32\[3\]; rank 1 has float32\[2\]"):
+        spmd.ppermute(x, "tp", [(0, 1), (1, 0)])
+
+
+# -- dtypes a reduction cannot take ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call, kwargs",
+    [
+        ("all_reduce", {"src": V, "dst": R}),
+        ("reduce_scatter", {"src": V, "dst": V}),
+        ("redistribute", {"src": P, "dst": R}),
+        ("redistribute", {"src": P, "dst": S(0)}),
+    ],
+)
+def test_sums_of_booleans_are_rejected(ctx, call, kwargs) -> None:
+    x = ctx.rank_map(lambda r: torch.tensor([True, r % 2 == 0, False, True]))
+    with pytest.raises(CollectiveArgumentError, match=rf"^{call} on axis 'tp': the sum of torch.bool values is not a "
+                                                      r'bool; sum integers \(x.int\(\)\), or all_reduce with op="max"'):
+        getattr(spmd, call)(x, "tp", **kwargs)
+
+
+def test_booleans_reduce_with_max_and_min_and_move(ctx) -> None:
+    x = ctx.rank_map(lambda r: torch.tensor([r % 4 == 1, False]))
+    anywhere = spmd.all_reduce(x, "tp", src=V, dst=I, op="max")
+    everywhere = spmd.all_reduce(x, "tp", src=V, dst=I, op="min")
+    gathered = spmd.all_gather(x, "tp", dst=R)
+    for r in range(8):
+        assert anywhere._local_tensors[r].tolist() == [True, False]
+        assert everywhere._local_tensors[r].tolist() == [False, False]
+        assert gathered._local_tensors[r][:, 0].tolist() == [False, True, False, False]
+
+
+# -- other arguments that are not what they should be -------------------------------------------
+
+
+@pytest.mark.parametrize("mesh", [[1, 2], None, "dp"])
+def test_set_current_mesh_needs_a_mesh(mesh) -> None:
+    with pytest.raises(SpmdError, match=r"set_current_mesh needs a DeviceMesh, got"):
+        with spmd.set_current_mesh(mesh):
+            pass
+
+
+def test_assert_type_with_checks_on_needs_a_tensor(ctx, checks) -> None:
+    with pytest.raises(SpmdError, match=r"assert_type: x must be a torch.Tensor to check its SPMD types, got list"):
+        spmd.assert_type([1.0, 2.0], R["tp"])
+
+
+def test_assert_type_with_checks_off_returns_anything_unchanged() -> None:
+    value = [1.0, 2.0]
+    assert spmd.assert_type(value, R["tp"]) is value
+
+
+def test_split_sizes_given_as_a_tensor_get_a_hint(ctx) -> None:
+    x = ctx.rank_map(lambda r: torch.ones(8, 2))
+    with pytest.raises(CollectiveArgumentError, match=r"split_sizes must be 4 non-negative ints .*; "
+                                                      r"pass split_sizes=counts.tolist\(\)"):
+        spmd.all_to_all(x, "tp", src=S(0), dst=S(0), split_sizes=torch.tensor([2, 2, 2, 2]))

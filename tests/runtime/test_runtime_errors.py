@@ -58,7 +58,7 @@ def test_axis_name_without_mesh(sim8) -> None:
 
 
 def test_bad_axis_objects(sim8, ctx) -> None:
-    with pytest.raises(UnknownAxisError, match="mesh-axis name, a ProcessGroup"):
+    with pytest.raises(UnknownAxisError, match="mesh-axis name, a tuple of them, a ProcessGroup"):
         spmd.all_reduce(_t(ctx, 2), 3, dst=R)  # type: ignore[arg-type]
     with pytest.raises(UnknownAxisError, match="one-dimensional"):
         spmd.all_reduce(_t(ctx, 2), sim8.mesh, dst=R)

@@ -245,3 +245,43 @@ def test_rejected_pair_fixes(call, src, dst, fixes):
 def test_a_reduction_without_gradient_gives_a_constant(op):
     assert check_call("all_reduce", "tp", V, V, I, op).output is WEAK
     assert check_call("all_reduce", "tp", V, V, I, "sum").output is I
+
+
+# -- several axes (a flattened group) -------------------------------------------------------
+
+
+def test_flattened_axes_are_distinct_names():
+    from spmd_types.typesystem import flattened_axes
+
+    assert flattened_axes("dp") == (("dp",), None)
+    assert flattened_axes(("dp", "cp")) == (("dp", "cp"), None)
+    assert flattened_axes(("dp", "cp", "dp"))[1] == "the axes ('dp', 'cp', 'dp') name 'dp' twice; list each mesh axis once"
+    for bad in ((), ("dp", ""), ("dp", 0), ["dp", "cp"], None):
+        names, problem = flattened_axes(bad)
+        assert names is None and problem is not None and "non-empty tuple" in problem, bad
+
+
+def test_a_call_on_several_axes_is_the_call_on_each():
+    from spmd_types.typesystem import check_call_on_axes, parse
+
+    have = parse("dp:P, cp:P, tp:R")
+    result, violations = check_call_on_axes("all_reduce", ("dp", "cp"), have, None, R)
+    assert result == parse("dp:R, cp:R, tp:R") and violations == ()
+    # Each axis is what a call on that axis alone gives, whatever the other axes are.
+    for call, src, dst, text in [("all_gather", S(0), I, "dp:S(0), cp:V"), ("reduce_scatter", None, S(1), "dp:P, cp:V"),
+                                 ("all_to_all", S(0), S(1), "dp:S(0), cp:S(0)")]:
+        have = parse(text)
+        result, violations = check_call_on_axes(call, ("dp", "cp"), have, src, dst)
+        assert violations == ()
+        for axis in ("dp", "cp"):
+            assert result.get(axis) == check_call(call, axis, have.get(axis), src, dst).output
+
+
+def test_several_axes_report_each_mismatch_and_a_rejected_pair_once():
+    from spmd_types.typesystem import check_call_on_axes, parse
+
+    _, violations = check_call_on_axes("all_gather", ("dp", "cp"), parse("dp:S(0), cp:R"), S(1), R)
+    assert [(v.axis, v.types) for v in violations] == [("dp", ("S(0)", "S(1)")), ("cp", ("R", "S(1)"))]
+    result, violations = check_call_on_axes("all_reduce", ("dp", "cp", "tp"), parse("dp:P, cp:P"), None, V)
+    assert len(violations) == 1 and violations[0].axis == "dp" and "does not accept src=P, dst=V" in violations[0].reason
+    assert result == parse("dp:V, cp:V, tp:V")

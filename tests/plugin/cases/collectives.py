@@ -1,6 +1,7 @@
 """SPEC 2.2: collectives and casts, src/dst checks, the axis, the result type."""
 from typing import Annotated, Final
 
+import torch
 from torch import Tensor
 from torch.distributed import ProcessGroup
 
@@ -9,6 +10,7 @@ from spmd_types import I, P, R, S, V, Axis, all_gather, all_reduce, all_to_all, 
 
 TP: Final = "tp"
 TP_VARIABLE = "tp"
+DP_CP: Final = ("dp", "cp")
 
 
 def reductions(p: Annotated[Tensor, P["tp"], R["dp"]], v: Annotated[Tensor, V["tp"]]) -> None:
@@ -101,3 +103,51 @@ def retarget_only_on_the_call_axis(x: Annotated[Tensor, I["tp"], R["dp"]]) -> An
 
 def retarget_not_allowed(v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, I["tp"]]:
     return reinterpret(v, "tp", src=V, dst=P)  # E: [spmd-boundary] expected I, got P; fix: all_reduce(reinterpret(...), "tp", src=P, dst=I)
+
+
+# Mixed precision: the dtype keywords change no SPMD type, and the call is still checked.
+def mixed_precision(s: Annotated[Tensor, S["dp", 0]], p: Annotated[Tensor, P["tp"], R["dp"]], v: Annotated[Tensor, V["ep"]]) -> None:
+    reveal_type(all_gather(s, "dp", src=S(0), dst=R, comm_dtype=torch.bfloat16, grad_comm_dtype=torch.float32))  # N: SpmdTensor[Literal['dp:R']]
+    reveal_type(all_gather(s, "dp", src=S(0), dst=I, comm_dtype=torch.bfloat16, out_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['dp:I']]
+    reveal_type(reduce_scatter(p, "tp", dst=S(0), comm_dtype=torch.float32, out_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:V']]
+    reveal_type(all_reduce(p, "tp", dst=I, comm_dtype=torch.float32))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:I']]
+    reveal_type(all_reduce(v, "ep", src=V, dst=R, op="avg", comm_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['ep:R']]
+    reveal_type(all_to_all(v, "ep", comm_dtype=torch.bfloat16, grad_comm_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['ep:V']]
+    reveal_type(spmd.redistribute(s, "dp", src=S(0), dst=R, comm_dtype=torch.bfloat16))  # N: SpmdTensor[Literal['dp:R']]
+    a = all_gather(s, "dp", src=S(1), dst=R, comm_dtype=torch.bfloat16)  # E: [spmd-collective] the input is S(0) but all_gather was told src=S(1)
+    b = all_reduce(p, "tp", dst=V, grad_comm_dtype=torch.float32)  # E: [spmd-collective] all_reduce does not accept src=P, dst=V
+    c = all_gather(s, "dp", src=S(0), dst=R, comm_dtype="bf16")  # E: [arg-type] Argument "comm_dtype" to "all_gather" has incompatible type "str"; expected "dtype | None"
+    d = reduce_scatter(p, "tp", out_dtype=torch.float16, precision=torch.float16)  # E: [call-arg] Unexpected keyword argument "precision" for "reduce_scatter"
+
+
+# Uneven all-to-all (mixture-of-experts token exchange): the sizes change no SPMD type.
+def uneven_all_to_all(tokens: Annotated[Tensor, V["ep"], R["tp"]], counts: list[int], received: list[int]) -> None:
+    reveal_type(all_to_all(tokens, "ep", src=S(0), dst=S(0), split_sizes=counts, out_split_sizes=received))  # N: SpmdTensor[Literal['ep:V'] | Literal['tp:R']]
+    reveal_type(all_to_all(tokens, "ep", src=S(0), dst=S(0), split_sizes=counts))  # N: SpmdTensor[Literal['ep:V'] | Literal['tp:R']]
+    a = all_to_all(tokens, "tp", src=S(0), dst=S(0), split_sizes=counts)  # E: [spmd-collective] on axis 'tp': the input is R but all_to_all was told src=S(0)
+    b = all_to_all(tokens, "ep", src=S(0), dst=S(0), split_sizes=3)  # E: [arg-type] Argument "split_sizes" to "all_to_all" has incompatible type "int"; expected "Sequence[int] | None"
+
+
+# Several axes: one collective on their flattened group; src and dst apply on every axis listed.
+def flattened_groups(
+    p: Annotated[Tensor, P["dp", "cp"], R["tp"]],
+    s: Annotated[Tensor, S["dp", 0], S["cp", 0]],
+    v: Annotated[Tensor, V["dp"], P["cp"]],
+    name: str,
+) -> None:
+    reveal_type(all_reduce(p, ("dp", "cp"), dst=R))  # N: SpmdTensor[Literal['cp:R'] | Literal['dp:R'] | Literal['tp:R']]
+    reveal_type(all_reduce(p, DP_CP, src=P, dst=I))  # N: SpmdTensor[Literal['cp:I'] | Literal['dp:I'] | Literal['tp:R']]
+    reveal_type(all_reduce(v, (TP, "dp", "cp"), src=V, dst=R))  # E: [spmd-collective] all_reduce on axis 'cp': the input is P but all_reduce was told src=V # N: SpmdTensor[Literal['cp:R'] | Literal['dp:R'] | Literal['tp:R']]
+    reveal_type(all_reduce(v, ("dp", "cp"), dst=R))  # N: SpmdTensor[Literal['cp:R'] | Literal['dp:R']]
+    reveal_type(all_gather(s, ("dp", "cp"), src=S(0), dst=I))  # N: SpmdTensor[Literal['cp:I'] | Literal['dp:I']]
+    reveal_type(reduce_scatter(p, ("dp", "cp"), dst=S(0)))  # N: SpmdTensor[Literal['cp:V'] | Literal['dp:V'] | Literal['tp:R']]
+    reveal_type(all_to_all(s, ("dp", "cp"), src=S(0), dst=S(1)))  # N: SpmdTensor[Literal['cp:V'] | Literal['dp:V']]
+    reveal_type(all_gather(p, ("dp",), src=P, dst=R, comm_dtype=torch.bfloat16))  # E: [spmd-collective] all_gather does not accept src=P, dst=R # N: SpmdTensor[Literal['cp:P'] | Literal['dp:R'] | Literal['tp:R']]
+    a = all_reduce(p, ("dp", "tp"), dst=R)  # E: [spmd-collective] all_reduce on axis 'tp': the input is R but all_reduce was told src=P
+    b = all_gather(s, ("dp", "cp"), src=S(1), dst=R)  # E: [spmd-collective] on axis 'dp': the input is S(0) but all_gather was told src=S(1) # E: [spmd-collective] on axis 'cp': the input is S(0) but all_gather was told src=S(1)
+    c = all_reduce(p, ("dp", "cp"), dst=V)  # E: [spmd-collective] all_reduce on axis 'dp': all_reduce does not accept src=P, dst=V
+    d = all_reduce(p, ("dp", "dp"), dst=R)  # E: [spmd-axis] all_reduce: the axes ('dp', 'dp') name 'dp' twice; list each mesh axis once
+    e = all_reduce(p, ("dp", name), dst=R)  # E: [spmd-axis] cannot tell which mesh axes this tuple names
+    f = all_reduce(p, (), dst=R)  # E: [spmd-axis] cannot tell which mesh axes this tuple names
+    y: Annotated[Tensor, R["dp"], R["cp"]] = all_reduce(p, ("dp", "cp"), dst=R)  # OK
+    z: Annotated[Tensor, R["dp"], R["cp"]] = all_reduce(p, ("dp", "cp"), dst=I)  # E: [spmd-boundary] on axis 'cp': expected R, got I # E: [spmd-boundary] on axis 'dp': expected R, got I

@@ -38,3 +38,9 @@ class RowParallel(nn.Module):
 
     def per_rank_terms_only(self, x: Annotated[Tensor, V["tp"]], y: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]]:
         return all_reduce(x + y - 1.0, "tp", src=V, dst=R)  # OK
+
+
+def over_a_flattened_group(x: Annotated[Tensor, V["dp"], V["tp"]], b: Annotated[Tensor, V["dp"], R["tp"]]) -> None:
+    # Summed over dp and tp at once: b differs over dp (fine there) but is replicated over tp.
+    y = all_reduce(x + b, ("dp", "tp"), src=V, dst=R)  # E: [spmd-partial] all_reduce on axis 'tp': b (R) is added to per-rank values
+    z = all_reduce(x + b, ("dp",), src=V, dst=R)  # OK
