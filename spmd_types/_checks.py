@@ -52,6 +52,7 @@ from typing import Final, NoReturn, TypeVar
 import torch
 
 from spmd_types import _comm, _dist
+from spmd_types._checking import assert_declared
 from spmd_types._errors import CollectiveArgumentError, ShapeError, SpmdTypeCheckError, SpmdValueError
 from spmd_types._mesh import Group, local_tensors, rank_values, resolve_axis, simulated
 from spmd_types.typesystem.annotations import AxisTypes
@@ -104,6 +105,7 @@ def assert_type(x: _T, *types: AxisTypes) -> _T:
     """
     if _enabled:
         _check(x, types)
+    assert_declared(x, types)
     return x
 
 
