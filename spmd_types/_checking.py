@@ -94,8 +94,7 @@ _WEAK_NUMBER: Final = SpmdType(default=WEAK)
 _ZERO_NUMBER: Final = SpmdType(default=ZERO)
 
 
-@dataclass(frozen=True)
-class _Producer:
+class _Producer(typing.NamedTuple):
     """The collective or cast that computed a tensor: ``call(x, axis, src=src, ...)``."""
 
     call: str
@@ -177,14 +176,6 @@ class TypeTracker:
                 raise error
             self.errors.append(error)
 
-    @contextlib.contextmanager
-    def _paused_block(self) -> Iterator[None]:
-        self._paused += 1
-        try:
-            yield
-        finally:
-            self._paused -= 1
-
     # -- switching on and off ---------------------------------------------------------
 
     def _start(self) -> None:
@@ -222,19 +213,37 @@ class TypeTracker:
         if not (isinstance(x, torch.Tensor) and axes and isinstance(src, (LocalType, Shard))
                 and isinstance(dst, (LocalType, Shard)) and isinstance(op, str) and route(call, src, dst) is not None):
             # An axis that names no mesh axis leaves the result unknown; a bad argument is the call's to reject.
-            with self._paused_block():
-                return fn(*args, **kwargs)
+            return self._unchecked(fn, args, kwargs)
         result = self.type_of(x)
         violations: list[Violation] = []
         for axis in axes:
-            result, outcome = typed_call(call, axis, result, src, dst, op)
+            result, outcome = _typed_call(call, axis, result, src, dst, op)
             violations.extend(outcome.violations)
         self._report(violations, call, ("x",), "x")
-        with self._paused_block():
-            out = fn(*args, **kwargs)
+        out = self._unchecked(fn, args, kwargs)
         if result is not None and not result.is_unknown:
             self._tag_outputs(out, result, _Producer(call, axes[0], src) if len(axes) == 1 else None)
         return out
+
+    def _unchecked(self, fn: Callable[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> _T:
+        """``fn(*args, **kwargs)`` with nothing inside it tracked: the ops a collective runs are its own.
+
+        When the checker's mode is the innermost torch function mode (the
+        usual case) it leaves the stack for the call, so those ops do not
+        even reach it; otherwise it lets them through untouched.
+        """
+        self._paused += 1
+        mode = self._mode
+        depth = torch._C._len_torch_function_stack()
+        popped = mode is not None and depth > 0 and torch._C._get_function_stack_at(depth - 1) is mode
+        if popped:
+            torch._C._pop_torch_function_stack()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if popped:
+                torch._C._push_on_torch_function_stack(mode)
+            self._paused -= 1
 
     # -- declared boundaries ------------------------------------------------------------
 
@@ -369,6 +378,10 @@ class _Mode(TorchFunctionMode):
 _HANDLERS: dict[Any, _Handler] = {}
 
 
+_typed_call: Final = functools.lru_cache(maxsize=4096)(typed_call)
+"""The core's typing of a call, remembered: a program makes the same few calls on the same few types."""
+
+
 def _untracked(tracker: TypeTracker, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Not an op of the table (``x.shape``, ``x.grad``, ``copy.deepcopy(x)``): the result is unknown."""
     return func(*args, **kwargs)
@@ -442,10 +455,11 @@ def _is_op(name: str) -> bool:
 class _Op:
     """The handler of one torch op: reads the operands, applies the op table's rule, types the result."""
 
-    __slots__ = ("display", "names", "outcomes", "rest", "rule", "tabled")
+    __slots__ = ("display", "mentioned", "names", "outcomes", "rest", "rule", "tabled")
 
     def __init__(self, name: str, func: Any, overloads: Signatures | None = None) -> None:
         self.rule: OpRule = lookup(name)
+        self.mentioned = self.rule.params
         self.display = display_name(name)
         self.tabled = name in OPS  # a table op returns tensors; another is typed only if it does
         found = overloads if overloads is not None else signatures(name, func)
@@ -456,7 +470,7 @@ class _Op:
         tags = tracker._tags
         items: list[object] = []
         passed: list[str] = []
-        mentioned = self.rule.params
+        mentioned = self.mentioned
         tracked = False
         names, rest = self.names, self.rest
         for i, value in enumerate(args):
@@ -577,7 +591,7 @@ def _functional_op(entry: FunctionalOp, tracker: TypeTracker, func: Any, args: t
     axis = _single_axis(group)
     if not isinstance(x, torch.Tensor) or axis is None or not isinstance(op, str):
         return func(*args, **kwargs)
-    result, outcome = typed_call(entry.call, axis, tracker.type_of(x), entry.src, entry.dst, op.lower())
+    result, outcome = _typed_call(entry.call, axis, tracker.type_of(x), entry.src, entry.dst, op.lower())
     tracker._report(outcome.violations, entry.name, ("input",), "input")
     out = func(*args, **kwargs)
     if not result.is_unknown:
