@@ -464,7 +464,7 @@ class _Op:
         self.tabled = name in OPS  # a table op returns tensors; another is typed only if it does
         found = overloads if overloads is not None else signatures(name, func)
         self.names, self.rest = _bind_positions(found, self.rule)
-        self.outcomes: dict[tuple[tuple[object, ...], tuple[str, ...]], tuple[OpOutcome, tuple[str, ...]]] = {}
+        self.outcomes: dict[tuple[tuple[object, ...], tuple[str, ...], bool], tuple[OpOutcome, tuple[str, ...]]] = {}
 
     def __call__(self, tracker: TypeTracker, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         tags = tracker._tags
@@ -489,7 +489,7 @@ class _Op:
             out = func(*args, **kwargs)
             if not _has_tensor(out):
                 return out  # size(), item(), tolist() and the like
-        outcome, params = self._outcome(tuple(items), tuple(passed))
+        outcome, params = self._outcome(tuple(items), tuple(passed), torch.is_grad_enabled())
         tracker._report(outcome.violations, self.display, params)
         result = outcome.result
         if out_target is not None:
@@ -503,12 +503,16 @@ class _Op:
             tracker._tag_outputs(out, result)
         return out
 
-    def _outcome(self, items: tuple[object, ...], passed: tuple[str, ...]) -> tuple[OpOutcome, tuple[str, ...]]:
-        key = (items, passed)
+    def _outcome(self, items: tuple[object, ...], passed: tuple[str, ...], autograd: bool
+                 ) -> tuple[OpOutcome, tuple[str, ...]]:
+        """The core's outcome for these operands; ``autograd`` is off under ``torch.no_grad()`` and in the
+        ``forward`` of an autograd Function, where R and I coincide (see :func:`apply_op`)."""
+        key = (items, passed, autograd)
         found = self.outcomes.get(key)
         if found is None:
             operands = [Operand(str(items[k]), _as_type(items[k + 1])) for k in range(0, len(items), 2)]
-            found = (apply_op(self.rule, operands, frozenset(passed)), tuple(op.param for op in operands))
+            outcome = apply_op(self.rule, operands, frozenset(passed), autograd=autograd)
+            found = (outcome, tuple(op.param for op in operands))
             if len(self.outcomes) > 4096:
                 self.outcomes.clear()
             self.outcomes[key] = found

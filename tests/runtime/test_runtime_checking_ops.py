@@ -145,6 +145,15 @@ def test_detach_of_replicated_data_is_a_constant() -> None:
         assert tracker.type_of(p * r.detach()) == parse("tp:P")  # a constant factor of a partial sum
 
 
+def test_without_autograd_replicated_and_invariant_data_coincide() -> None:
+    """Under ``torch.no_grad()`` (as in an autograd Function's ``forward``) only the rules on values hold."""
+    with spmd.runtime_checking() as tracker, torch.no_grad():
+        i, v = typed(I["tp"]), typed(V["tp"])
+        assert tracker.type_of(i + v) == parse("tp:V")
+        with pytest.raises(spmd.SpmdTypeCheckError, match="P \\(a pending sum\\) through a non-linear op"):
+            torch.exp(typed(P["tp"]))
+
+
 def test_collecting_instead_of_raising_goes_on_with_an_unknown_axis() -> None:
     with spmd.runtime_checking(raise_errors=False) as tracker:
         i, r = typed(I["tp"], V["dp"]), typed(R["tp"], V["dp"])
