@@ -8,28 +8,15 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch.distributed._local_tensor import LocalTensorMode  # noqa: E402
 
 import spmd_types as spmd  # noqa: E402
 from spmd_types import I, P, R, S, V  # noqa: E402
 from spmd_types.typesystem import WEAK, SpmdType, parse  # noqa: E402
 
 
-@pytest.fixture
-def mesh(sim8):
-    with LocalTensorMode(8) as mode, spmd.set_current_mesh(sim8.mesh):
-        yield mode, sim8.mesh
-
-
-def per_rank(mode: LocalTensorMode, *markers: object, shape: tuple[int, ...] = (4, 8)) -> torch.Tensor:
-    x = mode.rank_map(lambda rank: torch.full(shape, float(rank + 1)))
-    return spmd.assert_type(x, *markers)  # type: ignore[arg-type]
-
-
-def test_a_reduction_of_replicated_data_is_refused_before_it_runs(mesh) -> None:
-    mode, _ = mesh
+def test_a_reduction_of_replicated_data_is_refused_before_it_runs(ranks8) -> None:
     with spmd.runtime_checking():
-        r = per_rank(mode, R["tp"])
+        r = ranks8.typed(R["tp"])
         with pytest.raises(spmd.SpmdTypeCheckError) as caught:
             spmd.all_reduce(r, "tp", src=P, dst=R)
     assert caught.value.code == "spmd-collective"
@@ -55,65 +42,59 @@ def test_a_reduction_of_replicated_data_is_refused_before_it_runs(mesh) -> None:
         ("redistribute", P["tp"], {"src": P, "dst": R}, "dp:V, tp:R"),
     ],
 )
-def test_the_result_has_dst_on_the_axis_and_keeps_the_other_axes(mesh, call, have, kwargs, want) -> None:
-    mode, _ = mesh
+def test_the_result_has_dst_on_the_axis_and_keeps_the_other_axes(ranks8, call, have, kwargs, want) -> None:
     with spmd.runtime_checking() as tracker:
-        x = per_rank(mode, have, V["dp"])
+        x = ranks8.typed(have, V["dp"])
         out = getattr(spmd, call)(x, "tp", **kwargs)
         assert tracker.type_of(out) == parse(want)
 
 
-def test_ppermute_keeps_a_varying_type_and_refuses_a_replicated_one(mesh) -> None:
-    mode, _ = mesh
+def test_ppermute_keeps_a_varying_type_and_refuses_a_replicated_one(ranks8) -> None:
     ring = [(k, (k + 1) % 4) for k in range(4)]
     with spmd.runtime_checking() as tracker:
-        assert tracker.type_of(spmd.ppermute(per_rank(mode, S["tp", 0]), "tp", ring)) == parse("tp:V")
+        assert tracker.type_of(spmd.ppermute(ranks8.typed(S["tp", 0]), "tp", ring)) == parse("tp:V")
         with pytest.raises(spmd.SpmdTypeCheckError, match="the input is R but ppermute was told src=V"):
-            spmd.ppermute(per_rank(mode, R["tp"]), "tp", ring)
+            spmd.ppermute(ranks8.typed(R["tp"]), "tp", ring)
 
 
-def test_an_untracked_input_gets_a_known_type_from_the_call(mesh) -> None:
-    mode, _ = mesh
+def test_an_untracked_input_gets_a_known_type_from_the_call(ranks8) -> None:
     with spmd.runtime_checking() as tracker:
-        x = mode.rank_map(lambda rank: torch.full((4, 8), float(rank)))
+        x = ranks8.mode.rank_map(lambda rank: torch.full((4, 8), float(rank)))
         assert tracker.type_of(spmd.all_reduce(x, "tp", src=V, dst=R)) == parse("tp:R")
         constant = torch.arange(4.0)
         assert tracker.type_of(spmd.convert(constant, "tp", src=R, dst=V)) == SpmdType({"tp": V}, default=WEAK)
 
 
-def test_a_process_group_or_a_one_dim_mesh_names_its_axis(mesh) -> None:
-    mode, device_mesh = mesh
+def test_a_process_group_or_a_one_dim_mesh_names_its_axis(ranks8) -> None:
+    device_mesh = ranks8.mesh
     with spmd.runtime_checking() as tracker:
-        p = per_rank(mode, P["tp"], V["dp"])
+        p = ranks8.typed(P["tp"], V["dp"])
         assert tracker.type_of(spmd.all_reduce(p, device_mesh.get_group("tp"), dst=R)) == parse("dp:V, tp:R")
         assert tracker.type_of(spmd.all_reduce(p, device_mesh["tp"], dst=I)) == parse("dp:V, tp:I")
-        s = per_rank(mode, S["dp", 1])
+        s = ranks8.typed(S["dp", 1])
         with pytest.raises(spmd.SpmdTypeCheckError) as caught:
             spmd.all_gather(s, device_mesh.get_group("dp"), src=S(0), dst=R)
     assert "axis 'dp': the input is S(1) but all_gather was told src=S(0) (sharded along another dim)" in str(
         caught.value)
 
 
-def test_the_ops_inside_a_collective_are_not_checked(mesh) -> None:
-    mode, _ = mesh
+def test_the_ops_inside_a_collective_are_not_checked(ranks8) -> None:
     with spmd.runtime_checking(raise_errors=False) as tracker:
-        x = per_rank(mode, I["tp"])
+        x = ranks8.typed(I["tp"])
         spmd.convert(x, "tp", src=I, dst=P)  # masks with zeros_like and per-rank selects on I data
-        spmd.convert(per_rank(mode, V["tp"]), "tp", src=V, dst=P)  # pads V data with zeros
+        spmd.convert(ranks8.typed(V["tp"]), "tp", src=V, dst=P)  # pads V data with zeros
     assert tracker.errors == []
 
 
-def test_a_bad_pair_is_still_rejected_by_the_call_itself(mesh) -> None:
-    mode, _ = mesh
+def test_a_bad_pair_is_still_rejected_by_the_call_itself(ranks8) -> None:
     with spmd.runtime_checking():
         with pytest.raises(spmd.CollectiveArgumentError, match="all_reduce does not accept src=P, dst=V"):
-            spmd.all_reduce(per_rank(mode, P["tp"]), "tp", src=P, dst=V)
+            spmd.all_reduce(ranks8.typed(P["tp"]), "tp", src=P, dst=V)
 
 
-def test_collecting_errors_still_runs_the_collective(mesh) -> None:
-    mode, _ = mesh
+def test_collecting_errors_still_runs_the_collective(ranks8) -> None:
     with spmd.runtime_checking(raise_errors=False) as tracker:
-        r = per_rank(mode, R["tp"])
+        r = ranks8.typed(R["tp"])
         out = spmd.all_reduce(r, "tp", dst=R)
         assert tracker.type_of(out) == parse("tp:R")
     assert [e.code for e in tracker.errors] == ["spmd-collective"]

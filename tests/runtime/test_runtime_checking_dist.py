@@ -17,7 +17,6 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 import torch.distributed._functional_collectives as funcol  # noqa: E402
-from torch.distributed._local_tensor import LocalTensorMode  # noqa: E402
 
 import spmd_types as spmd  # noqa: E402
 from spmd_types import I, P, S, V  # noqa: E402
@@ -25,21 +24,10 @@ from spmd_types.typesystem import parse  # noqa: E402
 from spmd_types.typesystem.ecosystem import FUNCTIONAL_OPS, FunctionalOp  # noqa: E402
 
 
-@pytest.fixture
-def mesh(sim8):
-    with LocalTensorMode(8) as mode, spmd.set_current_mesh(sim8.mesh):
-        yield mode, sim8.mesh
-
-
-def per_rank(mode: LocalTensorMode, *markers: object, shape: tuple[int, ...] = (8, 4)) -> torch.Tensor:
-    x = mode.rank_map(lambda rank: torch.full(shape, float(rank + 1)))
-    return spmd.assert_type(x, *markers)  # type: ignore[arg-type]
-
-
-def test_an_in_place_all_reduce_of_a_typed_tensor_is_reported_before_it_runs(mesh) -> None:
-    mode, device_mesh = mesh
+def test_an_in_place_all_reduce_of_a_typed_tensor_is_reported_before_it_runs(ranks8) -> None:
+    device_mesh = ranks8.mesh
     with spmd.runtime_checking():
-        p = per_rank(mode, P["tp"])
+        p = ranks8.typed(P["tp"])
         before = p.clone()
         with pytest.raises(spmd.SpmdTypeCheckError) as caught:
             dist.all_reduce(p, group=device_mesh.get_group("tp"))
@@ -54,30 +42,30 @@ def test_an_in_place_all_reduce_of_a_typed_tensor_is_reported_before_it_runs(mes
     )
 
 
-def test_collected_the_summed_tensor_is_replicated_and_untyped_tensors_pass(mesh) -> None:
-    mode, device_mesh = mesh
+def test_collected_the_summed_tensor_is_replicated_and_untyped_tensors_pass(ranks8) -> None:
+    device_mesh = ranks8.mesh
     with spmd.runtime_checking(raise_errors=False) as tracker:
-        p = per_rank(mode, P["tp"], V["dp"])
+        p = ranks8.typed(P["tp"], V["dp"])
         dist.all_reduce(p, group=device_mesh.get_group("tp"))
         assert tracker.type_of(p) == parse("dp:V, tp:R")
-        plain = mode.rank_map(lambda rank: torch.ones(2))
+        plain = ranks8.mode.rank_map(lambda rank: torch.ones(2))
         dist.all_reduce(plain, group=device_mesh.get_group("tp"))
         assert tracker.type_of(plain) is None
-        v = per_rank(mode, V["tp"])
+        v = ranks8.typed(V["tp"])
         dist.all_reduce(v, group=device_mesh.get_group("dp"))  # typed on tp, unknown on dp: nothing to say
     assert [e.code for e in tracker.errors] == ["spmd-inplace"]
 
 
-def test_another_torch_distributed_call_leaves_its_tensors_unknown(mesh) -> None:
-    mode, device_mesh = mesh
+def test_another_torch_distributed_call_leaves_its_tensors_unknown(ranks8) -> None:
+    device_mesh = ranks8.mesh
     with spmd.runtime_checking() as tracker:
-        v = per_rank(mode, V["tp"])
+        v = ranks8.typed(V["tp"])
         dist.broadcast(v, group=device_mesh.get_group("tp"), group_src=0)
         assert tracker.type_of(v) is None  # its data was overwritten: what it holds is not known
 
 
-def test_functional_collectives_are_typed_as_the_collectives_they_are(mesh) -> None:
-    mode, device_mesh = mesh
+def test_functional_collectives_are_typed_as_the_collectives_they_are(ranks8) -> None:
+    device_mesh = ranks8.mesh
     tp = device_mesh.get_group("tp")
     with spmd.runtime_checking() as tracker, warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # the *_tensor spellings are deprecated
@@ -85,16 +73,16 @@ def test_functional_collectives_are_typed_as_the_collectives_they_are(mesh) -> N
         def type_of(result: torch.Tensor) -> object:
             return tracker.type_of(funcol.wait_tensor(result))  # waiting keeps the type
 
-        p = per_rank(mode, P["tp"], V["dp"])
+        p = ranks8.typed(P["tp"], V["dp"])
         assert type_of(funcol.all_reduce(p, "sum", tp)) == parse("dp:V, tp:R")
         assert type_of(funcol.all_reduce(p, "max", tp)) == parse("dp:V, tp:weak")
         assert type_of(funcol.reduce_scatter_tensor(p, "sum", 0, tp)) == parse("dp:V, tp:V")
-        s = per_rank(mode, S["tp", 0])
+        s = ranks8.typed(S["tp", 0])
         assert type_of(funcol.all_gather_tensor(s, 0, tp)) == parse("tp:R")
-        assert type_of(funcol.all_gather_tensor(per_rank(mode, S["tp", 1]), 1, tp)) == parse("tp:R")
+        assert type_of(funcol.all_gather_tensor(ranks8.typed(S["tp", 1]), 1, tp)) == parse("tp:R")
         assert type_of(funcol.all_to_all_single(s, None, None, tp)) == parse("tp:V")
         with pytest.raises(spmd.SpmdTypeCheckError) as caught:
-            funcol.all_reduce(per_rank(mode, I["tp"]), "sum", tp)
+            funcol.all_reduce(ranks8.typed(I["tp"]), "sum", tp)
     assert caught.value.code == "spmd-collective"
     assert str(caught.value).startswith(
         "torch.ops._c10d_functional.all_reduce on axis 'tp': the input is I but all_reduce was told src=P; "
@@ -149,11 +137,11 @@ _ON_GLOO = sorted(op for op in FUNCTIONAL_OPS if op not in _SIMULATED)
 
 
 @pytest.mark.parametrize("op", _SIMULATED)
-def test_each_functional_op_computes_its_equivalent_forward_and_backward(mesh, op) -> None:
-    mode, device_mesh = mesh
+def test_each_functional_op_computes_its_equivalent_forward_and_backward(ranks8, op) -> None:
+    device_mesh = ranks8.mesh
     seeds = {rank: 100 + rank for rank in range(8)}
     theirs, ours = _outputs_and_gradients(
-        FUNCTIONAL_OPS[op], device_mesh.get_group("tp"), lambda values: mode.rank_map(lambda r: values[r]), seeds)
+        FUNCTIONAL_OPS[op], device_mesh.get_group("tp"), lambda values: ranks8.mode.rank_map(lambda r: values[r]), seeds)
     for a, b in zip(theirs, ours):
         for rank in range(8):
             torch.testing.assert_close(a._local_tensors[rank], b._local_tensors[rank])
