@@ -37,8 +37,10 @@ Checking is off by default and costs nothing then.  It is on inside
 ``with runtime_checking():``, and for the whole process (its main thread)
 when the environment variable ``SPMD_TYPES_CHECK=1`` is set when the runtime
 part of ``spmd_types`` is first imported; ``SPMD_TYPES_CHECK=0`` turns every
-``runtime_checking()`` block off.  Inside ``torch.compile`` nothing is
-checked.
+``runtime_checking()`` block off.  While ``torch.compile`` traces, nothing is
+checked; a compiled function's torch calls are checked when they run as
+torch functions (the ``eager`` backend), not when they run as the compiled
+kernels of ``aot_eager`` or ``inductor`` (their results are unknown).
 """
 
 from __future__ import annotations
@@ -831,7 +833,7 @@ def checked(fn: _F) -> _F:
     @functools.wraps(fn)
     def checked_call(*args: Any, **kwargs: Any) -> Any:
         tracker = _ACTIVE
-        if tracker is None or tracker._paused:
+        if tracker is None or tracker._paused or torch.compiler.is_compiling():
             return fn(*args, **kwargs)
         if not info:
             info.append(_Declarations.of(fn, _callee(fn)))
@@ -871,7 +873,7 @@ def _module_declarations(cls: type) -> _ModuleDeclarations:
 
 def _module_pre_hook(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
     tracker = _ACTIVE
-    if tracker is None or tracker._paused:
+    if tracker is None or tracker._paused or torch.compiler.is_compiling():
         return
     info = _module_declarations(type(module))
     if info.attributes:
@@ -887,7 +889,7 @@ def _module_pre_hook(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
 
 def _module_post_hook(module: torch.nn.Module, args: tuple[Any, ...], output: object) -> None:
     tracker = _ACTIVE
-    if tracker is None or tracker._paused:
+    if tracker is None or tracker._paused or torch.compiler.is_compiling():
         return
     info = _MODULES.get(type(module))
     if info is None or info.forward is None:
@@ -911,7 +913,7 @@ def collective(call: str) -> Callable[[Callable[_P, _T]], Callable[_P, _T]]:
         @functools.wraps(fn)
         def checked_collective(*args: _P.args, **kwargs: _P.kwargs) -> _T:
             tracker = _ACTIVE
-            if tracker is None or tracker._paused:
+            if tracker is None or tracker._paused or torch.compiler.is_compiling():
                 return fn(*args, **kwargs)
             return typing.cast(_T, tracker._collective(call, fn, args, dict(kwargs)))  # type: ignore[arg-type]
 
@@ -923,7 +925,7 @@ def collective(call: str) -> Callable[[Callable[_P, _T]], Callable[_P, _T]]:
 def assert_declared(x: object, markers: tuple[object, ...]) -> None:
     """``assert_type(x, *markers)`` under runtime checking: ``x`` must fit, and has that type afterwards."""
     tracker = _ACTIVE
-    if tracker is not None and not tracker._paused:
+    if tracker is not None and not tracker._paused and not torch.compiler.is_compiling():
         tracker._assert_type(x, markers)
 
 

@@ -182,6 +182,17 @@ def test_assert_type_checks_what_is_tracked_then_tags() -> None:
     assert "assert_type on axis 'tp': expected S(1), got S(0)" in str(caught.value)
 
 
+@pytest.mark.parametrize(("backend", "checked"), [("eager", True), ("aot_eager", False)])
+def test_a_compiled_function_is_checked_where_it_runs_torch_functions(backend, checked) -> None:
+    compiled = torch.compile(lambda x: torch.exp(x) + 1, backend=backend, fullgraph=True)
+    compiled(torch.randn(3))  # traced outside the block
+    with spmd.runtime_checking(raise_errors=False) as tracker:
+        out = compiled(typed(R["tp"]))
+        compiled(typed(P["tp"]))
+    assert (tracker.type_of(out) == parse("tp:R")) is checked
+    assert [e.code for e in tracker.errors] == (["spmd-partial"] if checked else [])
+
+
 _PROGRAM = """
 import torch, spmd_types as spmd
 from spmd_types import P
