@@ -45,12 +45,10 @@ kernels of ``aot_eager`` or ``inductor`` (their results are unknown).
 
 from __future__ import annotations
 
-import collections.abc
 import contextlib
 import functools
 import inspect
 import os
-import types
 import typing
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -63,6 +61,7 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.overrides import TorchFunctionMode, resolve_name
 
 from spmd_types import _mesh
+from spmd_types._declarations import Declarations, Tree, annotations_of, callee_name, declared_trees, declared_values
 from spmd_types._errors import SpmdTypeCheckError
 from spmd_types._op_params import Signatures, signatures
 from spmd_types.typesystem.annotations import AnnotationError, AxisTypes, spmd_type_from_metadata
@@ -249,7 +248,7 @@ class TypeTracker:
 
     # -- declared boundaries ------------------------------------------------------------
 
-    def _enter(self, owner: object, declared: Mapping[str, _Tree], arguments: Mapping[str, Any],
+    def _enter(self, owner: object, declared: Mapping[str, Tree], arguments: Mapping[str, Any],
                callee: str) -> None:
         """Check the arguments against their declared types, which they then have until :meth:`_leave`."""
         saved: list[tuple[torch.Tensor, tuple[SpmdType, _Producer | None] | None]] = []
@@ -257,7 +256,7 @@ class TypeTracker:
         for name, tree in declared.items():
             if name not in arguments:
                 continue
-            for tensor, spmd in _declared_values(arguments[name], tree):
+            for tensor, spmd in declared_values(arguments[name], tree):
                 tag = self._tags.get(id(tensor))
                 saved.append((tensor, (tag.spmd, tag.producer) if tag is not None else None))
                 self._check_value(tensor, spmd, argument_site(name, callee), name)
@@ -282,11 +281,11 @@ class TypeTracker:
         if have is not None:
             self._report(check_fits(have, declared), where, value=value)
 
-    def _returned(self, out: object, tree: _Tree | None) -> None:
+    def _returned(self, out: object, tree: Tree | None) -> None:
         """Check a returned value against the declared return type, which it then has."""
         if tree is None:
             return
-        for tensor, declared in _declared_values(out, tree):
+        for tensor, declared in declared_values(out, tree):
             tag = self._tags.get(id(tensor))
             if tag is not None:
                 violations = check_fits(tag.spmd, declared)
@@ -301,7 +300,7 @@ class TypeTracker:
                 self._report(violations, RETURN_VALUE, operands, "x")
             self._set(tensor, declared)
 
-    def _call_checked(self, fn: Callable[..., Any], info: _Declarations, args: tuple[Any, ...],
+    def _call_checked(self, fn: Callable[..., Any], info: Declarations, args: tuple[Any, ...],
                       kwargs: dict[str, Any]) -> Any:
         try:
             bound = info.signature.bind(*args, **kwargs)
@@ -327,7 +326,7 @@ class TypeTracker:
                 value = module._buffers.get(name)
             if value is None:
                 value = module.__dict__.get(name)
-            for tensor, spmd in _declared_values(value, tree):
+            for tensor, spmd in declared_values(value, tree):
                 self._check_value(tensor, spmd, f'attribute "{name}" of "{cls.__name__}"', name)
                 self._set(tensor, spmd)
 
@@ -697,121 +696,6 @@ def _axis_of_group_name(group_name: str) -> str | None:
     return None
 
 
-# -- declarations --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Each:
-    """Every element of a list, a homogeneous tuple or ``*args`` has the declaration ``item``."""
-
-    item: _Tree
-
-
-@dataclass(frozen=True)
-class _Items:
-    """The elements of a fixed-length tuple have one declaration each (``None``: none)."""
-
-    items: tuple[_Tree | None, ...]
-
-
-_Tree = SpmdType | _Each | _Items
-_SEQUENCES: Final = frozenset({list, tuple, collections.abc.Sequence, collections.abc.Iterable,
-                               collections.abc.MutableSequence})
-
-
-def _tree(hint: object) -> _Tree | None:
-    """What a type hint declares about the tensors in a value of that type (``None``: nothing)."""
-    origin = typing.get_origin(hint)
-    if origin is typing.Annotated:
-        spmd = spmd_type_from_metadata(getattr(hint, "__metadata__", ()))
-        return spmd if spmd is not None else _tree(getattr(hint, "__origin__", None))
-    arguments = typing.get_args(hint)
-    if origin is typing.Union or origin is types.UnionType:
-        found = [t for t in (_tree(a) for a in arguments if a is not type(None)) if t is not None]
-        return found[0] if len(found) == 1 else None
-    if origin is tuple and arguments and not (len(arguments) == 2 and arguments[1] is Ellipsis):
-        items = tuple(_tree(a) for a in arguments)
-        return _Items(items) if any(t is not None for t in items) else None
-    if origin in _SEQUENCES and arguments:
-        item = _tree(arguments[0])
-        return _Each(item) if item is not None else None
-    return None
-
-
-def _declared_values(value: object, tree: _Tree) -> Iterator[tuple[torch.Tensor, SpmdType]]:
-    """The tensors in ``value`` and the type each is declared with."""
-    if isinstance(tree, SpmdType):
-        if isinstance(value, torch.Tensor):
-            yield value, tree
-    elif isinstance(tree, _Each):
-        if isinstance(value, (list, tuple)):
-            for item in value:
-                yield from _declared_values(item, tree.item)
-        elif isinstance(value, dict):  # **kwargs
-            for item in value.values():
-                yield from _declared_values(item, tree.item)
-    elif isinstance(value, (list, tuple)) and len(value) == len(tree.items):
-        for item, declared in zip(value, tree.items):
-            if declared is not None:
-                yield from _declared_values(item, declared)
-
-
-def _hints(owner: Any) -> dict[str, object]:
-    """``owner``'s annotations, evaluated; one that cannot be evaluated (a forward reference) is left out."""
-    try:
-        return typing.get_type_hints(owner, include_extras=True)
-    except Exception:
-        pass
-    found: dict[str, object] = {}
-    sources = [owner] if not isinstance(owner, type) else list(reversed(owner.__mro__))
-    for source in sources:
-        namespace = getattr(source, "__globals__", None) or vars(inspect.getmodule(source) or source)
-        for name, annotation in getattr(source, "__annotations__", {}).items():
-            try:
-                found[name] = eval(annotation, dict(namespace)) if isinstance(annotation, str) else annotation
-            except Exception:
-                continue
-    return found
-
-
-def _trees(hints: Mapping[str, object]) -> dict[str, _Tree]:
-    out = {}
-    for name, hint in hints.items():
-        tree = _tree(hint)
-        if tree is not None:
-            out[name] = tree
-    return out
-
-
-@dataclass(frozen=True)
-class _Declarations:
-    """A callable's declared SPMD types: of its parameters (by name) and of its result."""
-
-    signature: inspect.Signature
-    parameters: dict[str, _Tree]
-    returns: _Tree | None
-    callee: str
-
-    @staticmethod
-    def of(fn: Callable[..., Any], callee: str) -> _Declarations:
-        trees = _trees(_hints(fn))
-        signature = inspect.signature(fn)
-        parameters = {}
-        for name, parameter in signature.parameters.items():
-            tree = trees.get(name)
-            if tree is not None and parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-                tree = _Each(tree)
-            if tree is not None:
-                parameters[name] = tree
-        return _Declarations(signature, parameters, trees.get("return"), callee)
-
-
-def _callee(fn: Callable[..., Any]) -> str:
-    """How the plugin names a function in messages: ``f``, or ``Class.method`` for a method."""
-    qualname = str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "function"))
-    return str(getattr(fn, "__name__", qualname)) if "<locals>" in qualname else qualname
-
-
 def checked(fn: _F) -> _F:
     """``@checked``: check the function's SPMD annotations at every call while runtime checking is on.
 
@@ -828,7 +712,7 @@ def checked(fn: _F) -> _F:
     Without runtime checking the decorated function only pays one extra
     call.  For mypy the decorated function has its own signature.
     """
-    info: list[_Declarations] = []  # read at the first checked call: annotations may refer to later names
+    info: list[Declarations] = []  # read at the first checked call: annotations may refer to later names
 
     @functools.wraps(fn)
     def checked_call(*args: Any, **kwargs: Any) -> Any:
@@ -836,7 +720,7 @@ def checked(fn: _F) -> _F:
         if tracker is None or tracker._paused or torch.compiler.is_compiling():
             return fn(*args, **kwargs)
         if not info:
-            info.append(_Declarations.of(fn, _callee(fn)))
+            info.append(Declarations.of(fn, callee_name(fn)))
         return tracker._call_checked(fn, info[0], args, kwargs)
 
     checked_call.__spmd_checked__ = True  # type: ignore[attr-defined]
@@ -850,8 +734,8 @@ def checked(fn: _F) -> _F:
 class _ModuleDeclarations:
     """What a module class declares: tensors in its class body, and ``forward``'s types (``None``: none)."""
 
-    attributes: dict[str, _Tree]
-    forward: _Declarations | None
+    attributes: dict[str, Tree]
+    forward: Declarations | None
 
 
 _MODULES: dict[type, _ModuleDeclarations] = {}
@@ -860,11 +744,11 @@ _MODULES: dict[type, _ModuleDeclarations] = {}
 def _module_declarations(cls: type) -> _ModuleDeclarations:
     found = _MODULES.get(cls)
     if found is None:
-        attributes = _trees(_hints(cls))
+        attributes = declared_trees(annotations_of(cls))
         forward = getattr(cls, "forward", None)
         declared = None
         if inspect.isfunction(forward) and not getattr(forward, "__spmd_checked__", False):
-            declared = _Declarations.of(forward, f"{cls.__name__}.forward")
+            declared = Declarations.of(forward, f"{cls.__name__}.forward")
             if not declared.parameters and declared.returns is None:
                 declared = None
         found = _MODULES[cls] = _ModuleDeclarations(attributes, declared)
