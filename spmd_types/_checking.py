@@ -75,10 +75,11 @@ from spmd_types.typesystem.ecosystem import (
     check_in_place,
 )
 from spmd_types.typesystem.join import Operand, OpOutcome, apply_op, check_fits
-from spmd_types.typesystem.local_types import WEAK, ZERO, LocalType, Shard
+from spmd_types.typesystem.local_types import WEAK, ZERO, Constant, LocalType, Shard, V, is_varying
 from spmd_types.typesystem.loss import check_backward
 from spmd_types.typesystem.ops import OPERATOR_SYMBOLS, OPS, OpRule, Result, canonical_param, display_name, lookup
 from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
+from spmd_types.typesystem.summation import BIASED_PRODUCTS, SUM_OPS, summed_replicated_term, sums_over_axis
 from spmd_types.typesystem.violations import RETURN_VALUE, Code, Violation, argument_site
 
 __all__ = ["TypeTracker", "checked", "collective", "runtime_checking"]
@@ -103,14 +104,19 @@ class _Producer(typing.NamedTuple):
     src: Endpoint
 
 
+_Summands = tuple[tuple[str, SpmdType], ...]
+"""The summands a tensor was computed as (``v + bias``): how to name each, and its type."""
+
+
 class _Tag(weakref.ref):  # type: ignore[type-arg]
     """A tensor's tracked type, held by a weak reference that forgets it when the tensor dies."""
 
-    __slots__ = ("key", "producer", "spmd")
+    __slots__ = ("key", "producer", "spmd", "summands")
 
     key: int
     spmd: SpmdType
     producer: _Producer | None
+    summands: _Summands | None  # how a sum was built, for a reduction of it (see :mod:`.summation`)
 
 
 class TypeTracker:
@@ -140,7 +146,8 @@ class TypeTracker:
         tag = self._tags.get(id(x))
         return tag.spmd if tag is not None else None
 
-    def _set(self, x: torch.Tensor, spmd: SpmdType, producer: _Producer | None = None) -> None:
+    def _set(self, x: torch.Tensor, spmd: SpmdType, producer: _Producer | None = None,
+             summands: _Summands | None = None) -> None:
         key = id(x)
         tag = self._tags.get(key)
         if tag is None:
@@ -149,6 +156,7 @@ class TypeTracker:
             self._tags[key] = tag
         tag.spmd = spmd
         tag.producer = producer
+        tag.summands = summands
 
     def _forget_dead(self, tag: _Tag) -> None:
         if self._tags.get(tag.key) is tag:
@@ -221,10 +229,23 @@ class TypeTracker:
             result, outcome = _typed_call(call, axis, result, src, dst, op)
             violations.extend(outcome.violations)
         self._report(violations, call, ("x",), "x")
+        self._check_summed(call, axes, x, src, dst, op)
         out = self._unchecked(fn, args, kwargs)
         if result is not None and not result.is_unknown:
             self._tag_outputs(out, result, _Producer(call, axes[0], src) if len(axes) == 1 else None)
         return out
+
+    def _check_summed(self, call: str, axes: Sequence[str], x: torch.Tensor, src: Endpoint, dst: Endpoint,
+                      op: str) -> None:
+        """A reduction of a sum with a replicated summand counts that summand once per rank (the core's rule)."""
+        tag = self._tags.get(id(x))
+        if tag is None or not tag.summands or not sums_over_axis(call, src, dst, op):
+            return
+        names = tuple(name for name, _ in tag.summands)
+        for axis in axes:
+            violation = summed_replicated_term(call, axis, [(name, t.get(axis)) for name, t in tag.summands])
+            if violation is not None:
+                self._report([violation], call, names, "x")
 
     def _unchecked(self, fn: Callable[..., _T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> _T:
         """``fn(*args, **kwargs)`` with nothing inside it tracked: the ops a collective runs are its own.
@@ -456,19 +477,29 @@ def _is_op(name: str) -> bool:
 class _Op:
     """The handler of one torch op: reads the operands, applies the op table's rule, types the result."""
 
-    __slots__ = ("display", "mentioned", "names", "outcomes", "rest", "rule", "tabled")
+    __slots__ = ("bias", "display", "mentioned", "names", "outcomes", "rest", "rule", "sums", "tabled")
 
     def __init__(self, name: str, func: Any, overloads: Signatures | None = None) -> None:
         self.rule: OpRule = lookup(name)
         self.mentioned = self.rule.params
         self.display = display_name(name)
         self.tabled = name in OPS  # a table op returns tensors; another is typed only if it does
+        self.sums = name in SUM_OPS  # its result is remembered as a sum of its arguments
+        self.bias = BIASED_PRODUCTS.get(name)  # or as a product plus this argument
         found = overloads if overloads is not None else signatures(name, func)
         self.names, self.rest = _bind_positions(found, self.rule)
         self.outcomes: dict[tuple[tuple[object, ...], tuple[str, ...], bool], tuple[OpOutcome, tuple[str, ...]]] = {}
 
     def __call__(self, tracker: TypeTracker, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         tags = tracker._tags
+        target = args[0] if self.rule.inplace and args else kwargs.get("out")
+        tag = tags.get(id(target)) if target is not None else None
+        if tag is not None and _is_constant(tag.spmd):
+            # What a constant buffer holds once written into is what was written: the plugin gives
+            # such a buffer no type, nor is it checked here (SPEC 2.1: a zero is a zero only while it is one).
+            tracker._forget(target)
+        elif tag is not None:
+            tag.summands = None  # written in place: no longer the sum it was built as
         items: list[object] = []
         passed: list[str] = []
         mentioned = self.mentioned
@@ -502,7 +533,35 @@ class _Op:
             out = func(*args, **kwargs)
         if out_target is None and not self.rule.inplace and not result.is_unknown:
             tracker._tag_outputs(out, result)
+            if (self.sums or self.bias) and isinstance(out, torch.Tensor):
+                summands = self._summands(tags, args, kwargs)
+                if summands:
+                    tracker._set(out, result, summands=summands)
         return out
+
+    def _summands(self, tags: dict[int, _Tag], args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Summands:
+        """The summands of this op's result: its tensor arguments (a sum), or the product and the bias."""
+        bound = {**{self.names[i] if i < len(self.names) else self.rest: a for i, a in enumerate(args)},
+                 **{canonical_param(k): a for k, a in kwargs.items()}}
+
+        def kind(value: object) -> SpmdType:
+            tag = tags.get(id(value))
+            return tag.spmd if tag is not None else UNKNOWN
+
+        if self.bias is not None:
+            bias = bound.get(self.bias)
+            if not isinstance(bias, torch.Tensor):
+                return ()
+            factors = [kind(v) for name, v in bound.items() if name != self.bias and isinstance(v, torch.Tensor)]
+            varying = SpmdType({axis: V for t in factors for axis, k in t.items() if is_varying(k)})
+            return (f"{self.display}(...) without its {self.bias}", varying), (self.bias, kind(bias))
+        summands: list[tuple[str, SpmdType]] = []
+        for name in ("input", "other"):
+            value = bound.get(name)
+            if isinstance(value, torch.Tensor):
+                tag = tags.get(id(value))
+                summands += tag.summands if tag is not None and tag.summands else [(name, kind(value))]
+        return tuple(summands)
 
     def _outcome(self, items: tuple[object, ...], passed: tuple[str, ...], autograd: bool
                  ) -> tuple[OpOutcome, tuple[str, ...]]:
@@ -518,6 +577,11 @@ class _Op:
                 self.outcomes.clear()
             self.outcomes[key] = found
         return found
+
+
+def _is_constant(t: SpmdType) -> bool:
+    """Whether ``t`` is a constant's type (weak or zero on every axis)."""
+    return t.default is not None and all(isinstance(kind, Constant) for _, kind in t.items())
 
 
 def _as_type(value: object) -> SpmdType:
@@ -598,6 +662,7 @@ def _functional_op(entry: FunctionalOp, tracker: TypeTracker, func: Any, args: t
         return func(*args, **kwargs)
     result, outcome = _typed_call(entry.call, axis, tracker.type_of(x), entry.src, entry.dst, op.lower())
     tracker._report(outcome.violations, entry.name, ("input",), "input")
+    tracker._check_summed(entry.call, (axis,), x, entry.src, entry.dst, op.lower())
     out = func(*args, **kwargs)
     if not result.is_unknown:
         tracker._tag_outputs(out, result, _Producer(entry.call, axis, entry.src))

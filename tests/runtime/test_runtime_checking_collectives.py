@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch")
+import torch.nn.functional as F  # noqa: E402
 
 import spmd_types as spmd  # noqa: E402
 from spmd_types import I, P, R, S, V  # noqa: E402
@@ -99,3 +100,21 @@ def test_collecting_errors_still_runs_the_collective(ranks8) -> None:
         assert tracker.type_of(out) == parse("tp:R")
     assert [e.code for e in tracker.errors] == ["spmd-collective"]
     assert float(out._local_tensors[0][0, 0]) == 1 + 2 + 3 + 4  # ranks 0-3 form one tp group
+
+
+def test_a_replicated_summand_of_a_reduced_sum_is_reported(ranks8) -> None:
+    """The core's summation rule: V + R is a fine V, but summing it over the axis counts R once per rank."""
+    with spmd.runtime_checking() as tracker:
+        v, w, r = ranks8.typed(V["tp"]), ranks8.typed(S["tp", 1], shape=(4, 4)), ranks8.typed(R["tp"], shape=(8, 4))
+        with pytest.raises(spmd.SpmdTypeCheckError) as caught:
+            spmd.all_reduce(F.linear(v, w) + r, "tp", src=V, dst=R)
+        assert str(caught.value) == (
+            "all_reduce on axis 'tp': other (R) is added to per-rank values before all_reduce sums them over the "
+            "axis, so it is counted once per rank; add it after the reduction  [spmd-partial]")
+        with pytest.raises(spmd.SpmdTypeCheckError, match=r"bias \(R\) is added to per-rank values before reinterpret"):
+            spmd.reinterpret(F.linear(v, w, r[0]), "tp", src=V, dst=P)
+        # Fine: only per-rank summands, an average, and the term added after the reduction.
+        spmd.all_reduce(F.linear(v, w) + v - v, "tp", src=V, dst=R)
+        spmd.all_reduce(F.linear(v, w) + r, "tp", src=V, dst=R, op="avg")
+        out = spmd.all_reduce(F.linear(v, w), "tp", src=V, dst=R) + r
+        assert tracker.type_of(out) == parse("tp:R")

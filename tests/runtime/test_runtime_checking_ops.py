@@ -117,6 +117,22 @@ def test_in_place_writes_and_out_keep_the_target_type() -> None:
         assert tracker.type_of(out) is None
 
 
+def test_a_constant_buffer_written_in_place_holds_what_was_written() -> None:
+    """As for the plugin (tests/plugin/cases/soundness.py): such a buffer is no longer a constant, and unknown."""
+    with spmd.runtime_checking() as tracker:
+        v, p = typed(V["tp"]), typed(P["tp"])
+        acc = torch.zeros(4, 4)
+        acc.add_(v)
+        assert tracker.type_of(acc) is None
+        buf = torch.zeros(4, 4)
+        buf[0] = -100
+        out = torch.zeros(4, 4)
+        torch.cumsum(v, 0, out=out)
+        assert tracker.type_of(buf) is None and tracker.type_of(out) is None
+        with pytest.raises(spmd.SpmdTypeCheckError, match="writes a value of type weak into a tensor of type P"):
+            p.fill_(1.0)  # a typed tensor still keeps its type
+
+
 def test_unknown_operands_make_unknown_results_without_errors() -> None:
     with spmd.runtime_checking() as tracker:
         p, plain = typed(P["tp"]), torch.randn(4, 4)
