@@ -25,7 +25,8 @@ properties), the collectives' tables check each ``src=`` against the input's
 tracked type before the collective runs, functional collectives
 (``torch.distributed._functional_collectives``) are typed as the collectives
 they are, a raw ``torch.distributed.all_reduce`` of a typed tensor is
-reported as the plugin reports it, ``loss.backward()`` checks the loss, and
+reported as the plugin reports it, ``loss.backward()`` (and
+``torch.autograd.backward``/``grad``) checks the loss and its seed, and
 declared boundaries check what crosses them.  A tensor with no tracked type
 is unknown: nothing is checked on it (gradual typing, as in the plugin).
 
@@ -76,7 +77,7 @@ from spmd_types.typesystem.ecosystem import (
 )
 from spmd_types.typesystem.join import Operand, OpOutcome, apply_op, check_fits
 from spmd_types.typesystem.local_types import WEAK, ZERO, Constant, LocalType, Shard, V, is_varying
-from spmd_types.typesystem.loss import check_backward
+from spmd_types.typesystem.loss import AUTOGRAD_FUNCTIONS, check_backward
 from spmd_types.typesystem.ops import OPERATOR_SYMBOLS, OPS, OpRule, Result, canonical_param, display_name, lookup
 from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
 from spmd_types.typesystem.summation import BIASED_PRODUCTS, SUM_OPS, summed_replicated_term, sums_over_axis
@@ -451,7 +452,10 @@ def _handler_for(func: Any) -> _Handler:
     if name.startswith(_DISTRIBUTED):
         return _overwrites_arguments
     if name == "torch.Tensor.backward":
-        return _backward
+        return _seeding("self", "gradient", "loss.backward()", "loss")
+    if name in AUTOGRAD_FUNCTIONS:
+        outputs, seeds = AUTOGRAD_FUNCTIONS[name]
+        return _seeding(outputs, seeds, f"{name}(...)", outputs)
     if name.endswith(".__get__"):
         owner, _, attribute = name[: -len(".__get__")].rpartition(".")
         if owner != "torch.Tensor" or attribute not in _PROPERTIES:
@@ -640,13 +644,32 @@ def _has_tensor(out: object) -> bool:
     return isinstance(out, (tuple, list)) and any(isinstance(item, torch.Tensor) for item in out)
 
 
-def _backward(tracker: TypeTracker, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``loss.backward()`` without a gradient needs a loss whose gradient a 1 on every rank seeds right."""
-    gradient = kwargs.get("gradient", args[1] if len(args) > 1 else None)
-    loss = tracker.type_of(args[0]) if args else None
-    if gradient is None and loss is not None:
-        tracker._report(check_backward(loss), "loss.backward()", value="loss")
-    return func(*args, **kwargs)
+def _seeding(outputs: str, seeds: str, where: str, value: str) -> _Handler:
+    """The handler of a call that starts a backward pass from ``outputs``, seeded by ``seeds`` (``None``: ones).
+
+    Each output with a known type is checked with its seed by the core's
+    :func:`check_backward`; a seed whose type is unknown says nothing.
+    Outputs and seeds given as sequences are paired up.
+    """
+
+    def handler(tracker: TypeTracker, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        arguments = _bind(func, args, kwargs)
+        losses = _as_list(arguments.get(outputs))
+        given = arguments.get(seeds)
+        gradients = _as_list(given) if given is not None else [None] * len(losses)
+        if len(gradients) == len(losses):
+            for loss, gradient in zip(losses, gradients):
+                loss_type = tracker.type_of(loss)
+                seed = tracker.type_of(gradient) if gradient is not None else None
+                if loss_type is not None and (gradient is None or seed is not None):
+                    tracker._report(check_backward(loss_type, seed), where, value=value)
+        return func(*args, **kwargs)
+
+    return handler
+
+
+def _as_list(value: object) -> list[object]:
+    return list(value) if isinstance(value, (list, tuple)) else [] if value is None else [value]
 
 
 def _functional_op(entry: FunctionalOp, tracker: TypeTracker, func: Any, args: tuple[Any, ...],

@@ -173,5 +173,35 @@ def test_backward_needs_a_loss_whose_gradient_is_seeded_right(markers, ok) -> No
                 loss.backward()
             assert caught.value.code == "spmd-backward"
             assert str(caught.value).startswith("loss.backward() on axis 'dp': the loss is")
-        # With an explicit gradient the caller says what is seeded.
-        spmd.assert_type(torch.randn(3, requires_grad=True).sum(), R["dp"]).backward(torch.tensor(1.0))
+
+
+def seeded(*markers: object) -> torch.Tensor:
+    return spmd.assert_type(torch.randn(()), *markers)  # type: ignore[arg-type]
+
+
+def test_an_explicit_gradient_must_be_the_gradient_type_of_the_loss() -> None:
+    def replicated_loss() -> torch.Tensor:
+        return spmd.assert_type(torch.randn(3, requires_grad=True).sum(), R["dp"])
+
+    with spmd.runtime_checking():
+        replicated_loss().backward(seeded(P["dp"]))  # the gradient of R is P
+        replicated_loss().backward(torch.randn(()))  # a seed of unknown type says nothing
+        with pytest.raises(spmd.SpmdTypeCheckError) as caught:
+            replicated_loss().backward(seeded(R["dp"]))
+        assert str(caught.value).startswith(
+            "loss.backward() on axis 'dp': the gradient given is R, but a loss of type R needs a gradient of type P")
+        with pytest.raises(spmd.SpmdTypeCheckError, match="the loss is R, so every rank seeds a gradient of 1"):
+            replicated_loss().backward(torch.tensor(1.0))  # a constant is the same on every rank, like the ones
+
+
+def test_torch_autograd_backward_and_grad_are_checked_pair_by_pair() -> None:
+    with spmd.runtime_checking():
+        x = torch.randn(3, requires_grad=True)
+        partial = spmd.assert_type(x.sum(), P["dp"])
+        replicated = spmd.assert_type(x.sum() * 2, R["dp"])
+        torch.autograd.backward([partial, replicated], [seeded(R["dp"]), seeded(P["dp"])])
+        with pytest.raises(spmd.SpmdTypeCheckError) as caught:
+            torch.autograd.grad(spmd.assert_type(x.sum() * 3, R["dp"]), [x])
+        assert str(caught.value).startswith("torch.autograd.grad(...) on axis 'dp': the loss is R")
+        with pytest.raises(spmd.SpmdTypeCheckError, match="the gradient given is V, but a loss of type P needs"):
+            torch.autograd.grad([spmd.assert_type(x.sum() * 4, P["dp"])], [x], grad_outputs=[seeded(V["dp"])])
