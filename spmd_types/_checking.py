@@ -57,16 +57,15 @@ from dataclasses import dataclass
 from typing import Any, Final, ParamSpec, TypeVar
 
 import torch
-import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 from torch.overrides import TorchFunctionMode, resolve_name
 
-from spmd_types import _mesh
+from spmd_types import _dist, _mesh
 from spmd_types._declarations import Declarations, Tree, annotations_of, callee_name, declared_trees, declared_values
 from spmd_types._errors import SpmdTypeCheckError
 from spmd_types._op_params import Signatures, signatures
 from spmd_types.typesystem.annotations import AnnotationError, AxisTypes, spmd_type_from_metadata
-from spmd_types.typesystem.collectives import CALLS, Endpoint, retargeted, route, typed_call
+from spmd_types.typesystem.collectives import CALLS, Endpoint, check_call_on_axes, flattened_axes, retargeted, route
 from spmd_types.typesystem.ecosystem import (
     FUNCTIONAL_OPS,
     IN_PLACE,
@@ -147,6 +146,11 @@ class TypeTracker:
         tag = self._tags.get(id(x))
         return tag.spmd if tag is not None else None
 
+    def _known(self, x: object) -> SpmdType:
+        """:meth:`type_of`, with ``UNKNOWN`` for an untracked tensor."""
+        tag = self._tags.get(id(x))
+        return tag.spmd if tag is not None else UNKNOWN
+
     def _set(self, x: torch.Tensor, spmd: SpmdType, producer: _Producer | None = None,
              summands: _Summands | None = None) -> None:
         key = id(x)
@@ -224,15 +228,11 @@ class TypeTracker:
                 and isinstance(dst, (LocalType, Shard)) and isinstance(op, str) and route(call, src, dst) is not None):
             # An axis that names no mesh axis leaves the result unknown; a bad argument is the call's to reject.
             return self._unchecked(fn, args, kwargs)
-        result = self.type_of(x)
-        violations: list[Violation] = []
-        for axis in axes:
-            result, outcome = _typed_call(call, axis, result, src, dst, op)
-            violations.extend(outcome.violations)
+        result, violations = _check_call_on_axes(call, axes, self._known(x), src, dst, op)
         self._report(violations, call, ("x",), "x")
         self._check_summed(call, axes, x, src, dst, op)
         out = self._unchecked(fn, args, kwargs)
-        if result is not None and not result.is_unknown:
+        if not result.is_unknown:
             self._tag_outputs(out, result, _Producer(call, axes[0], src) if len(axes) == 1 else None)
         return out
 
@@ -401,7 +401,7 @@ class _Mode(TorchFunctionMode):
 _HANDLERS: dict[Any, _Handler] = {}
 
 
-_typed_call: Final = functools.lru_cache(maxsize=4096)(typed_call)
+_check_call_on_axes: Final = functools.lru_cache(maxsize=4096)(check_call_on_axes)
 """The core's typing of a call, remembered: a program makes the same few calls on the same few types."""
 
 
@@ -680,15 +680,16 @@ def _functional_op(entry: FunctionalOp, tracker: TypeTracker, func: Any, args: t
     op: object = "sum"
     if entry.reduce_op is not None:
         op = args[entry.reduce_op] if len(args) > entry.reduce_op else kwargs.get("reduce_op", "sum")
-    axis = _single_axis(group)
-    if not isinstance(x, torch.Tensor) or axis is None or not isinstance(op, str):
+    axes = _group_axes(group)
+    if not isinstance(x, torch.Tensor) or axes is None or not isinstance(op, str):
         return func(*args, **kwargs)
-    result, outcome = _typed_call(entry.call, axis, tracker.type_of(x), entry.src, entry.dst, op.lower())
-    tracker._report(outcome.violations, entry.name, ("input",), "input")
-    tracker._check_summed(entry.call, (axis,), x, entry.src, entry.dst, op.lower())
+    reduction = op.lower()
+    result, violations = _check_call_on_axes(entry.call, axes, tracker._known(x), entry.src, entry.dst, reduction)
+    tracker._report(violations, entry.name, ("input",), "input")
+    tracker._check_summed(entry.call, axes, x, entry.src, entry.dst, reduction)
     out = func(*args, **kwargs)
     if not result.is_unknown:
-        tracker._tag_outputs(out, result, _Producer(entry.call, axis, entry.src))
+        tracker._tag_outputs(out, result, _Producer(entry.call, axes[0], entry.src) if len(axes) == 1 else None)
     return out
 
 
@@ -703,23 +704,27 @@ def _pass_through(tracker: TypeTracker, func: Any, args: tuple[Any, ...], kwargs
 
 def _in_place_collective(entry: InPlace, tracker: TypeTracker, func: Any, args: tuple[Any, ...],
                          kwargs: dict[str, Any]) -> Any:
-    """``torch.distributed.all_reduce(x, group=g)`` on a tensor with a known type on ``g``'s axis: reported."""
+    """An in-place collective such as ``torch.distributed.all_reduce`` on a tensor typed on its group's axes: reported.
+
+    ``group=None`` is the default group, which is an axis of the current mesh
+    when the mesh has one axis.
+    """
     arguments = _bind(func, args, kwargs)
     tensor = arguments.get(entry.tensor)
     group = arguments.get(entry.group)
     if group is None:
-        group = dist.distributed_c10d._get_default_group() if dist.is_initialized() else None
-    axis = _single_axis(group)
+        group = getattr(getattr(_dist.dist, "group", None), "WORLD", None)
+    axes = _group_axes(group) if group is not None else None
     have = tracker.type_of(tensor)
-    kind = have.get(axis) if have is not None and axis is not None else None
-    if axis is not None and kind is not None:
-        tracker._report([check_in_place(entry, axis, kind)], entry.name, ("tensor",), "tensor")
+    known = [(axis, kind) for axis in axes or () if have is not None and (kind := have.get(axis)) is not None]
+    tracker._report([check_in_place(entry, axis, kind) for axis, kind in known], entry.name, ("tensor",), "tensor")
     out = func(*args, **kwargs)
     if isinstance(tensor, torch.Tensor) and have is not None:
-        if axis is None:
+        if axes is None:
             tracker._forget(tensor)  # overwritten over a group that is no mesh axis: nothing is known any more
-        elif kind is not None:
-            tracker._set(tensor, have.with_axis(axis, entry.dst))  # reported, going on: now the same on every rank
+        for axis, _ in known:  # reported, going on: now the same on every rank of the axis
+            have = have.with_axis(axis, entry.dst)
+        tracker._set(tensor, have)
     return out
 
 
@@ -749,38 +754,36 @@ def _bind(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str,
 
 
 def _axis_names(axis: object) -> tuple[str, ...] | None:
-    """The mesh-axis names an ``axis`` argument stands for, or ``None`` when it names none."""
-    if type(axis) is str:
-        return (axis,)
+    """The mesh-axis names an ``axis`` argument stands for, or ``None`` when it names none.
+
+    A name; a tuple of names (the flattened group of those axes); a mesh (its
+    axes); a process group that is the group of some axes of the current mesh.
+    """
     if isinstance(axis, str):
         return (str(axis),)
+    if isinstance(axis, tuple):
+        names, _ = flattened_axes(axis)
+        return names
     if isinstance(axis, DeviceMesh):
         names = axis.mesh_dim_names
         return tuple(names) if names else None
-    if isinstance(axis, dist.ProcessGroup):
-        name = _axis_of_group_name(axis.group_name)
-        return (name,) if name is not None else None
-    if isinstance(axis, (tuple, list)) and axis:
-        found = [_axis_names(a) for a in axis]
-        if all(f is not None and len(f) == 1 for f in found):
-            return tuple(f[0] for f in found if f is not None)
-    return None
+    return _group_axes(axis)
 
 
-def _single_axis(group: object) -> str | None:
-    """The one mesh axis of a process group, or of a group's name (as the functional collectives pass it)."""
-    names = _axis_names(group) if not isinstance(group, str) else None
-    if isinstance(group, str):
-        return _axis_of_group_name(group)
-    return names[0] if names and len(names) == 1 else None
+def _group_axes(group: object) -> tuple[str, ...] | None:
+    """The axes of the current mesh whose (flattened) group is ``group``, a process group or its name.
 
-
-def _axis_of_group_name(group_name: str) -> str | None:
-    """The axis of the current meshes whose process group is named ``group_name`` (innermost mesh first)."""
+    The functional collectives pass the group's name; the innermost mesh that
+    has such a group wins.
+    """
+    if isinstance(group, _dist.ProcessGroup):
+        group = group.group_name
+    if not isinstance(group, str):
+        return None
     for entry in reversed(_mesh._STACK):
-        for axis, group in entry.groups.items():
-            if group.name == group_name:
-                return axis
+        for key, found in entry.groups.items():
+            if found.pg.group_name == group:
+                return key if isinstance(key, tuple) else (key,)
     return None
 
 

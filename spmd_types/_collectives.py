@@ -22,8 +22,8 @@ from typing import Any, Literal
 import torch
 
 from spmd_types import _checks, _comm
-from spmd_types._checks import check_exchange_sizes, check_ranks_agree
 from spmd_types._checking import collective
+from spmd_types._checks import check_exchange_sizes, check_ranks_agree
 from spmd_types._errors import CollectiveArgumentError, NotDifferentiableError
 from spmd_types._mesh import AxisLike, Group, local_tensors, rank_values, resolve_axis, simulated
 from spmd_types._precision import precision

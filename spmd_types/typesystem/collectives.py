@@ -31,7 +31,7 @@ from spmd_types.typesystem.local_types import (
     gradient_type,
     is_varying,
 )
-from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
+from spmd_types.typesystem.spmd_type import SpmdType
 from spmd_types.typesystem.violations import Code, Fix, Violation
 
 __all__ = [
@@ -51,7 +51,6 @@ __all__ = [
     "primitive_transitions",
     "route",
     "type_arg",
-    "typed_call",
 ]
 
 Endpoint: TypeAlias = LocalType | Shard
@@ -447,26 +446,6 @@ def check_call_on_axes(
             violations.extend(outcome.violations)
         rejected = rejected or outcome.steps is None
     return result, tuple(violations)
-
-
-def typed_call(
-    call: str,
-    axis: str,
-    have: SpmdType | None,
-    src: Endpoint | None,
-    dst: Endpoint | None,
-    op: str = "sum",
-) -> tuple[SpmdType, CallOutcome]:
-    """The type of the result of ``call(x, axis, src=src, dst=dst, op=op)`` on one axis, and the check of the call.
-
-    ``have`` is the input's whole SPMD type (``None``: nothing is known about
-    it).  The result is the input's type with ``axis`` set to the call's
-    output type (see :func:`check_call`); other axes are unchanged.
-    """
-    outcome = check_call(call, axis, have.get(axis) if have is not None else None, src, dst, op)
-    base = have if have is not None else UNKNOWN
-    result = base.with_axis(axis, outcome.output) if outcome.output is not None else base
-    return result, outcome
 
 
 # Collectives by what they do to the data: sum it over the ranks, or move it between them.

@@ -118,3 +118,11 @@ def test_a_replicated_summand_of_a_reduced_sum_is_reported(ranks8) -> None:
         spmd.all_reduce(F.linear(v, w) + r, "tp", src=V, dst=R, op="avg")
         out = spmd.all_reduce(F.linear(v, w), "tp", src=V, dst=R) + r
         assert tracker.type_of(out) == parse("tp:R")
+
+
+def test_a_call_over_several_axes_is_checked_and_typed_on_each(ranks8) -> None:
+    with spmd.runtime_checking() as tracker:
+        p = ranks8.typed(P["dp"], P["tp"], shape=(8,))
+        assert tracker.type_of(spmd.all_reduce(p, ("dp", "tp"), src=P, dst=R)) == parse("dp:R, tp:R")
+        with pytest.raises(spmd.SpmdTypeCheckError, match="all_reduce on axis 'dp': the input is R but all_reduce"):
+            spmd.all_reduce(ranks8.typed(R["dp"], P["tp"], shape=(8,)), ("dp", "tp"), src=P, dst=R)
