@@ -21,6 +21,11 @@ partial sum before reducing it (a non-linear op on a partial value), and
 all-gathering the logits first, then feeding the full vocabulary to this
 function, which expects a slice.
 
+The two functions are decorated with ``@checked``: under runtime checking
+(``docs/runtime-checking.md``) their declared argument and result types are
+checked at every call, so the gathered logits are refused at the call, as
+the plugin refuses them, and not later inside.
+
 Run it on 4 simulated ranks and compare with one device::
 
     python -m examples.vocab_parallel_cross_entropy
@@ -36,9 +41,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from examples.comparison import ModuleExample
-from spmd_types import I, P, R, S, V, all_reduce, axis_size, convert, reinterpret
+from spmd_types import I, P, R, S, V, all_reduce, axis_size, checked, convert, reinterpret
 
 
+@checked
 def vocab_parallel_cross_entropy(
     logits: Annotated[Tensor, S["tp", -1]], target: Annotated[Tensor, R["tp"]]
 ) -> Annotated[Tensor, I["tp"]]:
@@ -50,6 +56,7 @@ def vocab_parallel_cross_entropy(
     return torch.log(all_reduce(sum_exp, "tp", dst=I)) - all_reduce(target_logit, "tp", dst=I)
 
 
+@checked
 def owned_target_logit(
     logits: Annotated[Tensor, S["tp", -1]], target: Annotated[Tensor, R["tp"]]
 ) -> Annotated[Tensor, P["tp"]]:

@@ -41,6 +41,7 @@ from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_types.typesystem import Code, SpmdType, Violation, check_fits
 from spmd_types.typesystem.collectives import Endpoint, retargeted
+from spmd_types.typesystem.violations import RETURN_VALUE, argument_site
 
 __all__ = [
     "AUTOGRAD_FUNCTION",
@@ -143,7 +144,7 @@ def check_arguments(
         if not has_spmd(formal):
             continue
         for actual, expr in zip(actual_types, exprs):
-            where = f'argument "{name}" of "{callee}"' if name else f'an argument of "{callee}"'
+            where = argument_site(name, callee)
             violations = _compare(session, api, actual, formal, expr)
             session.reporter.violations(api, violations, expr, where, value=spell(expr))
 
@@ -229,7 +230,7 @@ def fit_declared(
         return result
     expected = _optional_item(context_type)
     if context_type is declared_result:
-        where = "return value"
+        where = RETURN_VALUE
     elif _is_declaration(expected) and not session.assigned_to_inferred(api, context):
         where = "value of a declared type"
     else:

@@ -9,7 +9,6 @@ gradients passed as a list or tuple display are checked pairwise.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
 
 from mypy.nodes import CallExpr, Expression, ListExpr, MemberExpr, TupleExpr
 from mypy.plugin import FunctionContext, MethodContext
@@ -20,14 +19,10 @@ from spmd_mypy.encoding import Encoder
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_types.typesystem import SpmdType, check_backward
+from spmd_types.typesystem.loss import AUTOGRAD_FUNCTIONS
 
 __all__ = ["AUTOGRAD_FUNCTIONS", "check_autograd_call", "check_backward_method"]
 
-# torch's functions that start a backward pass: the parameter naming what is differentiated, and its seeds.
-AUTOGRAD_FUNCTIONS: Final = {
-    "torch.autograd.backward": ("tensors", "grad_tensors"),
-    "torch.autograd.grad": ("outputs", "grad_outputs"),
-}
 
 
 def check_backward_method(session: Session, ctx: MethodContext) -> Type:

@@ -13,7 +13,8 @@ and change types only through the collectives and casts of this package
 (``all_reduce``, ``all_gather``, ``reduce_scatter``, ``all_to_all``, ``ppermute``,
 ``reinterpret``, ``convert``, ``redistribute``), whose autograd backwards are
 exactly what the types promise.  The mypy plugin ``spmd_mypy`` checks the
-annotations; at run time they are erased.
+annotations; at run time they are erased, unless ``with runtime_checking():``
+(or ``SPMD_TYPES_CHECK=1``) checks the same rules on the running program.
 
 Every name is imported on first use: the markers are pure Python, the
 collectives load torch.
@@ -58,6 +59,9 @@ _DEFINED_IN = {
     "assert_type": "spmd_types._checks",
     "set_runtime_checks": "spmd_types._checks",
     "runtime_checks_enabled": "spmd_types._checks",
+    "runtime_checking": "spmd_types._checking",
+    "checked": "spmd_types._checking",
+    "TypeTracker": "spmd_types._checking",
     "SpmdError": "spmd_types._errors",
     "SpmdValueError": "spmd_types._errors",
     "SpmdRuntimeError": "spmd_types._errors",

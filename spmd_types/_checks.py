@@ -4,10 +4,11 @@ Statically, ``assert_type(x, R["dp"], V["tp"])`` tells the type checker what
 ``x`` is on the named axes (the plugin verifies the claim where it can).  At
 run time it returns ``x`` unchanged and, by default, does nothing else.
 
-Run-time checking is off by default.  Turn it on with
+These data checks are off by default.  Turn them on with
 ``spmd_types.set_runtime_checks(True)`` or by setting the environment variable
-``SPMD_TYPES_RUNTIME_CHECKS=1`` before ``spmd_types`` is first used.  Then
-each ``assert_type`` verifies what the local data can show:
+``SPMD_TYPES_RUNTIME_CHECKS=1`` before ``spmd_types`` is first used (or for
+one block with ``runtime_checking(data=True)``).  Then each ``assert_type``
+verifies what the local data can show:
 
 * ``R`` and ``I`` on an axis: every rank of the axis holds the same values
   (NaNs compare equal).  Under ``LocalTensorMode`` the simulated ranks'
@@ -52,6 +53,7 @@ from typing import Final, NoReturn, TypeVar
 import torch
 
 from spmd_types import _comm, _dist
+from spmd_types._checking import assert_declared
 from spmd_types._errors import CollectiveArgumentError, ShapeError, SpmdTypeCheckError, SpmdValueError
 from spmd_types._mesh import Group, local_tensors, rank_values, resolve_axis, simulated
 from spmd_types.typesystem.annotations import AxisTypes
@@ -96,7 +98,10 @@ def assert_type(x: _T, *types: AxisTypes) -> _T:
     run-time checks are on (:func:`set_runtime_checks`), it first verifies
     what the data can show (``R``/``I`` axes hold equal values on every rank,
     ``S(i)`` has a dim ``i``) and raises
-    :class:`~spmd_types._errors.SpmdTypeCheckError` if it does not.
+    :class:`~spmd_types._errors.SpmdTypeCheckError` if it does not.  Under
+    :func:`~spmd_types._checking.runtime_checking`, the SPMD type tracked for
+    ``x`` must fit the markers (``spmd-boundary`` otherwise), and ``x`` then
+    has exactly the asserted type, as for the plugin.
 
     Args:
         x: the tensor; returned unchanged.
@@ -104,6 +109,7 @@ def assert_type(x: _T, *types: AxisTypes) -> _T:
     """
     if _enabled:
         _check(x, types)
+    assert_declared(x, types)
     return x
 
 

@@ -22,6 +22,7 @@ from typing import Any, Literal
 import torch
 
 from spmd_types import _checks, _comm
+from spmd_types._checking import collective
 from spmd_types._checks import check_exchange_sizes, check_ranks_agree
 from spmd_types._errors import CollectiveArgumentError, NotDifferentiableError
 from spmd_types._mesh import AxisLike, Group, local_tensors, rank_values, resolve_axis, simulated
@@ -117,6 +118,7 @@ class _Extremum(torch.autograd.Function):
 _extremum: Callable[[torch.Tensor, Group, str, Precision | None], torch.Tensor] = _Extremum.apply
 
 
+@collective("all_reduce")
 def all_reduce(
     x: torch.Tensor,
     axis: AxisLike,
@@ -212,6 +214,7 @@ def all_reduce(
 # -- all_gather --------------------------------------------------------------------
 
 
+@collective("all_gather")
 def all_gather(
     x: torch.Tensor,
     axis: AxisLike,
@@ -290,6 +293,7 @@ def all_gather(
 # -- reduce_scatter ----------------------------------------------------------------
 
 
+@collective("reduce_scatter")
 def reduce_scatter(
     x: torch.Tensor,
     axis: AxisLike,
@@ -370,6 +374,7 @@ def reduce_scatter(
 # -- all_to_all --------------------------------------------------------------------
 
 
+@collective("all_to_all")
 def all_to_all(
     x: torch.Tensor,
     axis: AxisLike,
@@ -546,6 +551,7 @@ def _exchanged(sends: tuple[int, ...], group: Group, device: torch.device, mode:
 # -- ppermute ----------------------------------------------------------------------
 
 
+@collective("ppermute")
 def ppermute(x: torch.Tensor, axis: AxisLike, perm: Iterable[tuple[int, int]]) -> torch.Tensor:
     """``ppermute(x: V, axis, perm) -> V``
 
@@ -609,6 +615,7 @@ _PERMUTATIONS: dict[tuple[object, ...], tuple[Permutation, Permutation]] = {}
 # -- redistribute ------------------------------------------------------------------
 
 
+@collective("redistribute")
 def redistribute(
     x: torch.Tensor,
     axis: AxisLike,

@@ -98,4 +98,28 @@ class NotDifferentiableError(SpmdRuntimeError):
 
 
 class SpmdTypeCheckError(SpmdRuntimeError):
-    """A run-time type check (``assert_type`` with checking on) found data that contradicts the type."""
+    """A run-time type check found data, or a use of a value, that contradicts the SPMD types.
+
+    Raised by ``assert_type`` with data checks on (``set_runtime_checks``),
+    and under ``runtime_checking()`` wherever the tracked types break a rule.
+    For the latter, :attr:`violation` is the rule core's structured violation
+    and :attr:`code` its error code (``"spmd-mix"``, ...), the code the mypy
+    plugin reports for the same mistake; the message is the plugin's,
+    followed by the code in brackets.
+    """
+
+    violation: Violation | None = None
+
+    @property
+    def code(self) -> str | None:
+        """The error code of :attr:`violation` (``"spmd-partial"``, ...), or ``None`` for a data check."""
+        return self.violation.code.value if self.violation is not None else None
+
+    @classmethod
+    def from_violation(
+        cls, violation: Violation, where: str, operand_names: tuple[str, ...] = (), value: str = "x"
+    ) -> SpmdTypeCheckError:
+        """The error for ``violation`` at ``where`` (see :meth:`Violation.render`), its code appended."""
+        error = cls(f"{violation.render(where, operand_names, value)}  [{violation.code.value}]")
+        error.violation = violation
+        return error

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
+from spmd_types._checking import collective
 from spmd_types._mesh import AxisLike, resolve_axis
 from spmd_types._prims import check_dim, check_tensor, plan, run, shard_sizes
 from spmd_types.typesystem.collectives import Endpoint
@@ -25,6 +26,7 @@ from spmd_types.typesystem.local_types import Shard
 __all__ = ["convert", "reinterpret"]
 
 
+@collective("reinterpret")
 def reinterpret(x: torch.Tensor, axis: AxisLike, *, src: Endpoint, dst: Endpoint) -> torch.Tensor:
     """``reinterpret(x, axis, *, src, dst) -> dst``
 
@@ -75,6 +77,7 @@ def reinterpret(x: torch.Tensor, axis: AxisLike, *, src: Endpoint, dst: Endpoint
     return run(plan("reinterpret", src, dst, group), x, group)
 
 
+@collective("convert")
 def convert(
     x: torch.Tensor,
     axis: AxisLike,

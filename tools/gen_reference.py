@@ -30,7 +30,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from spmd_types.typesystem.collectives import CALLS, Endpoint, Transition, backward, cost, route  # noqa: E402
-from spmd_types.typesystem.ecosystem import EQUIVALENTS, GROUP_GETTERS, VERIFIED_AGAINST  # noqa: E402
+from spmd_types.typesystem.ecosystem import (  # noqa: E402
+    EQUIVALENTS,
+    FUNCTIONAL_OPS,
+    GROUP_GETTERS,
+    PASS_THROUGH_OPS,
+    VERIFIED_AGAINST,
+)
 from spmd_types.typesystem.local_types import I, P, R, S, V  # noqa: E402
 
 OUT = ROOT / "docs" / "reference"
@@ -65,6 +71,8 @@ PAGES: tuple[Page, ...] = (
          ("set_current_mesh", "current_mesh", "axis_index", "axis_size"), module_doc=True),
     Page("assert_type", "assert_type and run-time checks", "spmd_types/_checks.py",
          ("assert_type", "set_runtime_checks", "runtime_checks_enabled"), module_doc=True),
+    Page("runtime_checking", "Runtime checking", "spmd_types/_checking.py",
+         ("runtime_checking", "checked", "TypeTracker"), module_doc=True),
     Page("exceptions", "Exceptions", "spmd_types/_errors.py",
          ("SpmdError", "SpmdValueError", "SpmdRuntimeError", "CollectiveArgumentError", "ShapeError",
           "UnknownAxisError", "NoCurrentMeshError", "NotDifferentiableError", "SpmdTypeCheckError"),
@@ -192,6 +200,12 @@ def _definitions(source: str) -> tuple[str | None, dict[str, ast.AST]]:
     return ast.get_docstring(tree), found
 
 
+def _is_checking_hook(decorator: ast.expr) -> bool:
+    """``@collective("all_reduce")``: how runtime checking sees a call, not part of its signature."""
+    called = decorator.func if isinstance(decorator, ast.Call) else None
+    return isinstance(called, ast.Name) and called.id == "collective"
+
+
 def _signature(node: ast.FunctionDef) -> str:
     """The Python signature of ``node`` as written in the source."""
     args = node.args
@@ -216,7 +230,7 @@ def _signature(node: ast.FunctionDef) -> str:
     if args.kwarg is not None:
         parts.append("**" + one(args.kwarg, None))
     returns = f" -> {ast.unparse(node.returns)}" if node.returns is not None else ""
-    decorators = "".join(f"@{ast.unparse(d)}\n" for d in node.decorator_list)
+    decorators = "".join(f"@{ast.unparse(d)}\n" for d in node.decorator_list if not _is_checking_hook(d))
     one_line = f"def {node.name}({', '.join(parts)}){returns}"
     if len(one_line) <= 88:
         return decorators + one_line
@@ -346,8 +360,8 @@ def render_index() -> str:
             out.append(f"| [{page.title}]({page.slug}.md) | {contents} |")
     for slug, summary in TOPICS.items():
         out.append(f"| [{_topic_title(slug)}]({slug}.md) | {summary.partition(': ')[2] or summary} |")
-    out.append("| [Other libraries' collectives](libraries.md) | Megatron's mapping functions and the calls "
-               "they are typed as |")
+    out.append("| [Other libraries' collectives](libraries.md) | Megatron's mapping functions, torch's functional "
+               "collectives, and the calls they are typed as |")
     out += ["", "## Collectives", ""] + docstring_markdown(coll_doc or "")
     out += ["", "## Casts", ""] + docstring_markdown(local_doc or "")
     text = "\n".join(out)
@@ -380,6 +394,19 @@ def render_libraries() -> str:
     out += ["", "Group getters, whose result the checker types as the process group of one mesh axis:", "",
             "| function | group |", "|---|---|"]
     out += [f"| `{function}()` | {role} |" for function, role in GROUP_GETTERS.items()]
+    out += ["", "## torch's functional collectives", "",
+            "The functional collectives (`torch.distributed._functional_collectives.all_reduce` and the rest) "
+            "each run one op of the `_c10d_functional` operator library; [runtime checking](runtime_checking.md) "
+            "checks and types each op as the call below (the mypy plugin does not type these functions yet). "
+            "Gathers and scatters work on dim 0, so a shard is only known to be varying. The group is the "
+            "op's group-name argument, which names a mesh axis of the current mesh.", "",
+            "| op | is | forward | backward |", "|---|---|---|---|"]
+    for entry in FUNCTIONAL_OPS.values():
+        forward, _, backward_cost = cost(route(entry.call, entry.src, entry.dst) or ()).partition(" forward, ")
+        out.append(f"| `{entry.name}` | `{entry.call}(x, axis, src={entry.src.code}, dst={entry.dst.code})` | "
+                   f"{forward} | {backward_cost.removesuffix(' in backward')} |")
+    waits = ", ".join(f"`torch.ops.{op.replace('::', '.')}`" for op in sorted(PASS_THROUGH_OPS))
+    out += ["", f"{waits} return their input's data with an identity gradient: the type passes through."]
     return "\n".join(out).rstrip("\n") + "\n"
 
 

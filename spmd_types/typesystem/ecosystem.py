@@ -28,12 +28,12 @@ from typing import Final
 
 from spmd_types.typesystem.codes import Code
 from spmd_types.typesystem.collectives import CALLS, Endpoint, fix, route
-from spmd_types.typesystem.local_types import AxisType, I, LocalType, P, R, Shard
+from spmd_types.typesystem.local_types import AxisType, I, LocalType, P, R, Shard, V
 from spmd_types.typesystem.violations import Violation
 
 __all__ = [
-    "EQUIVALENTS", "GROUP_GETTERS", "IN_PLACE", "ROLES", "VERIFIED_AGAINST", "Equivalent", "FlagVariant", "InPlace",
-    "check_in_place",
+    "EQUIVALENTS", "FUNCTIONAL_OPS", "GROUP_GETTERS", "IN_PLACE", "PASS_THROUGH_OPS", "ROLES", "VERIFIED_AGAINST",
+    "Equivalent", "FlagVariant", "FunctionalOp", "InPlace", "check_in_place",
 ]
 
 ROLES: Final = ("tp", "cp", "ep")
@@ -182,3 +182,68 @@ def check_in_place(entry: InPlace, axis: str, have: AxisType) -> Violation:
         reason += f"; summing {have.code} data over the axis also multiplies it by the axis size"
     fixes = (replace(better, call=f"{{x}} = {better.call}"),) if better is not None else ()
     return Violation(Code.INPLACE, axis, reason, (have.code,), (0,), fixes)
+
+
+# -- torch's functional collectives --------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FunctionalOp:
+    """An op of torch's functional collectives, typed as ``call(x, axis, src=src, dst=dst)``.
+
+    ``torch.distributed._functional_collectives.all_reduce(x, "sum", group)``
+    and its siblings compute out of place by calling one op each of the
+    ``_c10d_functional`` operator library; torch registers an autograd formula
+    for each, which is the backward of the equivalent call (the backward of
+    the all-reduce is an all-reduce, that of the gather a reduce-scatter, and
+    so on).  The op sees the tensor as the collective does: gathers and
+    scatters work on dim 0 (the Python wrappers move other dims there first),
+    so a shard is only known to be varying: ``V``.
+
+    ``op`` is the operator's qualified name (``"_c10d_functional::all_reduce"``);
+    ``group_name`` and ``reduce_op`` are the positions of the arguments that
+    hold the process group's name and the reduction (``None``: always a sum).
+    """
+
+    op: str
+    call: str
+    src: Endpoint
+    dst: Endpoint
+    group_name: int
+    reduce_op: int | None = None
+
+    def __post_init__(self) -> None:
+        if route(self.call, self.src, self.dst) is None:
+            raise ValueError(f"{self.op}: {self.call} does not go from {self.src} to {self.dst}")
+
+    @property
+    def name(self) -> str:
+        """How messages name the op: ``torch.ops._c10d_functional.all_reduce``."""
+        return "torch.ops." + self.op.replace("::", ".")
+
+
+def _functional(namespace: str) -> tuple[FunctionalOp, ...]:
+    return (
+        FunctionalOp(f"{namespace}::all_gather_into_tensor", "all_gather", V, R, group_name=2),
+        FunctionalOp(f"{namespace}::reduce_scatter_tensor", "reduce_scatter", P, V, group_name=3, reduce_op=1),
+        FunctionalOp(f"{namespace}::all_to_all_single", "all_to_all", V, V, group_name=3),
+    )
+
+
+FUNCTIONAL_OPS: Final[dict[str, FunctionalOp]] = {
+    e.op: e
+    for e in (
+        FunctionalOp("_c10d_functional::all_reduce", "all_reduce", P, R, group_name=2, reduce_op=1),
+        *_functional("_c10d_functional"),
+        # The older names of the differentiable variants, registered with the same formulas.
+        *_functional("_c10d_functional_autograd"),
+    )
+}
+"""The functional collectives' ops (torch 2.13.0: ``torch/distributed/_functional_collectives.py``), by qualified name.
+
+``tests/runtime/test_runtime_checking_dist.py`` runs each op and its
+equivalent call on the same simulated ranks and compares forward and backward.
+"""
+
+PASS_THROUGH_OPS: Final = frozenset({"_c10d_functional::wait_tensor", "_c10d_functional::_wrap_tensor_autograd"})
+"""Functional-collective ops that return their input's data, with an identity gradient: the type passes through."""

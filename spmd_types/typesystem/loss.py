@@ -10,6 +10,8 @@ rank, so the gradient of *which* loss is meant must be said explicitly.
 
 from __future__ import annotations
 
+from typing import Final
+
 from spmd_types.typesystem.collectives import fix
 from spmd_types.typesystem.local_types import (
     Constant,
@@ -26,7 +28,13 @@ from spmd_types.typesystem.local_types import (
 from spmd_types.typesystem.spmd_type import SpmdType
 from spmd_types.typesystem.violations import Code, Violation
 
-__all__ = ["check_backward"]
+__all__ = ["AUTOGRAD_FUNCTIONS", "check_backward"]
+
+AUTOGRAD_FUNCTIONS: Final = {
+    "torch.autograd.backward": ("tensors", "grad_tensors"),
+    "torch.autograd.grad": ("outputs", "grad_outputs"),
+}
+"""torch's functions that start a backward pass: the parameter naming what is differentiated, and its seeds'."""
 
 
 def check_backward(loss: SpmdType, seed: SpmdType | None = None) -> tuple[Violation, ...]:

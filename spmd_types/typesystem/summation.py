@@ -22,13 +22,20 @@ reduction, which is a change of the expression, not of the call.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from spmd_types.typesystem.codes import Code
 from spmd_types.typesystem.collectives import Endpoint
 from spmd_types.typesystem.local_types import AxisType, I, P, R, is_varying
 from spmd_types.typesystem.violations import Violation
 
-__all__ = ["summed_replicated_term", "sums_over_axis"]
+__all__ = ["BIASED_PRODUCTS", "SUM_OPS", "summed_replicated_term", "sums_over_axis"]
+
+SUM_OPS: Final = frozenset({"torch.add", "torch.Tensor.add", "torch.sub", "torch.Tensor.sub"})
+"""Ops (by public name) whose result is the sum of their tensor arguments: ``a + b`` and ``a - b`` run as these."""
+
+BIASED_PRODUCTS: Final = {"torch.nn.functional.linear": "bias"}
+"""Ops whose result is a product of arguments plus a summand argument, and that argument's name."""
 
 
 def sums_over_axis(call: str, src: Endpoint, dst: Endpoint | None, op: str = "sum") -> bool:

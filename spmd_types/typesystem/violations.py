@@ -9,10 +9,20 @@ name operands and where to print; the words about the rule live here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from spmd_types.typesystem.codes import Code
 
-__all__ = ["Code", "Fix", "Violation"]
+__all__ = ["RETURN_VALUE", "Code", "Fix", "Violation", "argument_site"]
+
+RETURN_VALUE: Final = "return value"
+"""How messages name the value a function returns, where it does not fit the declared return type."""
+
+
+def argument_site(name: str | None, callee: str) -> str:
+    """How messages name an argument passed to ``callee`` as parameter ``name`` (``None``: unnamed)."""
+    return f'argument "{name}" of "{callee}"' if name else f'an argument of "{callee}"'
+
 
 
 @dataclass(frozen=True)

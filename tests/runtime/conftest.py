@@ -73,6 +73,34 @@ def sim8() -> Sim:
     return Sim(8, _fake_world(8))
 
 
+@dataclass
+class Ranks:
+    """Every rank of the 8-rank (2x4) fake world at once: the ``LocalTensorMode`` running them, and the mesh."""
+
+    mode: Any
+    mesh: DeviceMesh
+
+    def typed(self, *markers: Any, shape: tuple[int, ...] = (8, 4)) -> Any:
+        """A tensor holding ``rank + 1`` on every rank, passed through ``assert_type(x, *markers)``.
+
+        Under runtime checking that gives it the asserted type.
+        """
+        import spmd_types as spmd
+
+        return spmd.assert_type(self.mode.rank_map(lambda rank: torch.full(shape, float(rank + 1))), *markers)
+
+
+@pytest.fixture
+def ranks8(sim8: Sim) -> Any:
+    """:class:`Ranks` of the 8-rank world, run under ``LocalTensorMode`` with the mesh current."""
+    from torch.distributed._local_tensor import LocalTensorMode
+
+    import spmd_types as spmd
+
+    with LocalTensorMode(8) as mode, spmd.set_current_mesh(sim8.mesh):
+        yield Ranks(mode, sim8.mesh)
+
+
 # -- real processes -------------------------------------------------------------------
 
 

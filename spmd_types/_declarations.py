@@ -1,0 +1,144 @@
+"""What annotations declare about the tensors a value holds, for runtime checking.
+
+A hint such as ``Annotated[Tensor, R["dp"]]`` declares the SPMD type of a
+tensor; inside ``Optional[...]``, ``tuple[...]``, ``list[...]`` and
+``Sequence[...]`` (and on ``*args``) it declares the type of each tensor the
+value holds.  The markers are read by the rule core
+(:func:`~spmd_types.typesystem.annotations.spmd_type_from_metadata`); this
+module only walks the containers and evaluates the annotations of functions
+and classes, which may be strings (``from __future__ import annotations``).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import inspect
+import types
+import typing
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import torch
+
+from spmd_types.typesystem.annotations import spmd_type_from_metadata
+from spmd_types.typesystem.spmd_type import SpmdType
+
+__all__ = [
+    "Declarations", "Each", "Items", "Tree", "annotations_of", "callee_name", "declared_trees", "declared_values",
+    "tree_of",
+]
+
+
+@dataclass(frozen=True)
+class Each:
+    """Every element of a list, a homogeneous tuple or ``*args`` has the declaration ``item``."""
+
+    item: Tree
+
+
+@dataclass(frozen=True)
+class Items:
+    """The elements of a fixed-length tuple have one declaration each (``None``: none)."""
+
+    items: tuple[Tree | None, ...]
+
+
+Tree = SpmdType | Each | Items
+_SEQUENCES: Final = frozenset({list, tuple, collections.abc.Sequence, collections.abc.Iterable,
+                               collections.abc.MutableSequence})
+
+
+def tree_of(hint: object) -> Tree | None:
+    """What a type hint declares about the tensors in a value of that type (``None``: nothing)."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Annotated:
+        spmd = spmd_type_from_metadata(getattr(hint, "__metadata__", ()))
+        return spmd if spmd is not None else tree_of(getattr(hint, "__origin__", None))
+    arguments = typing.get_args(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        found = [t for t in (tree_of(a) for a in arguments if a is not type(None)) if t is not None]
+        return found[0] if len(found) == 1 else None
+    if origin is tuple and arguments and not (len(arguments) == 2 and arguments[1] is Ellipsis):
+        items = tuple(tree_of(a) for a in arguments)
+        return Items(items) if any(t is not None for t in items) else None
+    if origin in _SEQUENCES and arguments:
+        item = tree_of(arguments[0])
+        return Each(item) if item is not None else None
+    return None
+
+
+def declared_values(value: object, tree: Tree) -> Iterator[tuple[torch.Tensor, SpmdType]]:
+    """The tensors in ``value`` and the type each is declared with."""
+    if isinstance(tree, SpmdType):
+        if isinstance(value, torch.Tensor):
+            yield value, tree
+    elif isinstance(tree, Each):
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                yield from declared_values(item, tree.item)
+        elif isinstance(value, dict):  # **kwargs
+            for item in value.values():
+                yield from declared_values(item, tree.item)
+    elif isinstance(value, (list, tuple)) and len(value) == len(tree.items):
+        for item, declared in zip(value, tree.items):
+            if declared is not None:
+                yield from declared_values(item, declared)
+
+
+def annotations_of(owner: Any) -> dict[str, object]:
+    """``owner``'s annotations, evaluated; one that cannot be evaluated (a forward reference) is left out."""
+    try:
+        return typing.get_type_hints(owner, include_extras=True)
+    except Exception:
+        pass
+    found: dict[str, object] = {}
+    sources = [owner] if not isinstance(owner, type) else list(reversed(owner.__mro__))
+    for source in sources:
+        namespace = getattr(source, "__globals__", None) or vars(inspect.getmodule(source) or source)
+        for name, annotation in getattr(source, "__annotations__", {}).items():
+            try:
+                found[name] = eval(annotation, dict(namespace)) if isinstance(annotation, str) else annotation
+            except Exception:
+                continue
+    return found
+
+
+def declared_trees(hints: Mapping[str, object]) -> dict[str, Tree]:
+    """The declarations among evaluated annotations, by name (names that declare nothing left out)."""
+    out = {}
+    for name, hint in hints.items():
+        tree = tree_of(hint)
+        if tree is not None:
+            out[name] = tree
+    return out
+
+
+@dataclass(frozen=True)
+class Declarations:
+    """A callable's declared SPMD types: of its parameters (by name) and of its result."""
+
+    signature: inspect.Signature
+    parameters: dict[str, Tree]
+    returns: Tree | None
+    callee: str
+
+    @staticmethod
+    def of(fn: Callable[..., Any], callee: str) -> Declarations:
+        """``fn``'s declarations; ``callee`` is how messages name it."""
+        trees = declared_trees(annotations_of(fn))
+        signature = inspect.signature(fn)
+        parameters = {}
+        for name, parameter in signature.parameters.items():
+            tree = trees.get(name)
+            if tree is not None and parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                tree = Each(tree)
+            if tree is not None:
+                parameters[name] = tree
+        return Declarations(signature, parameters, trees.get("return"), callee)
+
+
+def callee_name(fn: Callable[..., Any]) -> str:
+    """How the plugin names a function in messages: ``f``, or ``Class.method`` for a method."""
+    qualname = str(getattr(fn, "__qualname__", None) or getattr(fn, "__name__", "function"))
+    return str(getattr(fn, "__name__", qualname)) if "<locals>" in qualname else qualname
