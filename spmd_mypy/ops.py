@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, TypeVar
 
 from mypy.nodes import (
     CallExpr,
@@ -145,7 +145,26 @@ def check_function(session: Session, ctx: FunctionContext, name: str) -> Type:
         return ctx.default_return_type
     rule = lookup(name)
     arguments = read_arguments(ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args)
+    first_tensor = next((t for types in ctx.arg_types for t in types if plain_tensor(t) is not None), None)
+    if first_tensor is not None:
+        ctx = _untyped_returns_tensor(ctx, name, rule, first_tensor)
     return _apply(session, ctx, name, rule, arguments)
+
+
+_Context = TypeVar("_Context", FunctionContext, MethodContext)
+
+
+def _untyped_returns_tensor(ctx: _Context, name: str, rule: OpRule, like: Type) -> _Context:
+    """``ctx`` returning a plain tensor where torch defines table op ``name`` without annotations.
+
+    mypy types the result of such a function (``torch.norm``, ``Tensor.unflatten``) ``Any``,
+    which would end all checking of what follows; a table op returns a tensor.
+    """
+    tensor = plain_tensor(like)
+    if tensor is not None and name in OPS and rule.result in (Result.JOIN, Result.DETACH) and _is_any(
+            ctx.default_return_type):
+        return ctx._replace(default_return_type=tensor)
+    return ctx
 
 
 def check_builtin_sum(session: Session, ctx: FunctionContext) -> Type:
@@ -183,11 +202,7 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
         # mypy passes no parameter names for operators; torch's signatures name them so.
         names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
     arguments = read_arguments(ctx.api, rule, names, ctx.arg_types, ctx.args, (ctx.type, receiver))
-    if name in OPS and rule.result in (Result.JOIN, Result.DETACH) and _is_any(ctx.default_return_type):
-        # A torch method defined without annotations (unflatten, split): a table op returns a tensor.
-        tensor = plain_tensor(ctx.type)
-        if tensor is not None:
-            ctx = ctx._replace(default_return_type=tensor)
+    ctx = _untyped_returns_tensor(ctx, name, rule, ctx.type)
     return _apply(session, ctx, name, rule, arguments, speculative=operator)
 
 

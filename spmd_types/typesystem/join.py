@@ -238,7 +238,8 @@ def _join_axis_raw(
         return V, None
     if tensors:
         return tensors[0], None  # all R, or all I
-    return (ZERO if all(kind is ZERO for kind in present) else WEAK), None
+    # Zeros stay zero through a linear op only: exp(0), cos(0) and sigmoid(0) are not zero.
+    return (ZERO if roles.linear_op and all(kind is ZERO for kind in present) else WEAK), None
 
 
 def _partial_where_not_linear(axis: str, roles: _Roles, kinds: Sequence[AxisType | None]) -> Violation | None:

@@ -159,6 +159,9 @@ _SELECT: Final = _linear("input", selectors=("index",))
 # -- the table ---------------------------------------------------------------------
 
 _FUNCTION_AND_METHOD: Final[dict[str, OpRule]] = {
+    # Non-linear, as every op the table does not name; listed because torch defines it without
+    # annotations, so that checkers know it returns a tensor.
+    "norm": NONLINEAR,
     # Unary linear maps: views, reshapes, copies, reorderings.
     **dict.fromkeys(
         (

@@ -98,7 +98,9 @@ def spec_row(cls: LinearityClass, kinds: tuple) -> object:
             return V  # "R, V and weak (at least one V): V"
         if local:
             return R if local[0] == "R" else I  # "only R and weak" / "only I and weak"
-        return ZERO if all(k is ZERO for k in kinds) else WEAK
+        # Zeros: zero through a linear op, a constant through any other (exp(0) is 1).
+        linear = not cls.nonlinear or cls.nonlinear != frozenset(range(len(kinds)))
+        return ZERO if linear and all(k is ZERO for k in kinds) else WEAK
     # A P operand flows through the op.
     if cls.nonlinear and cls.nonlinear == frozenset(range(len(kinds))):
         return Code.PARTIAL  # "P through a non-linear op: error"

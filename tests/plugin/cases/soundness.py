@@ -137,3 +137,14 @@ def reduced_again_in_a_loop(p: Annotated[Tensor, P["tp"]], n: int) -> None:
     h = p
     for _ in range(n):
         h = all_reduce(h, "tp", src=P, dst=R)  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R
+
+
+# Found by the differential tester.
+def norm_keeps_its_type(b: Annotated[Tensor, V["tp"]], r: Annotated[Tensor, R["tp"]]) -> None:
+    b.norm().backward()  # E: [spmd-backward] the loss is V
+    torch.norm(r).backward()  # E: [spmd-backward] the loss is R
+
+
+def non_linear_op_of_zeros_is_not_zero(p: Annotated[Tensor, P["tp"]]) -> None:
+    torch.exp(torch.zeros(4, 4)) + p  # E: [spmd-partial] P plus a non-partial term (weak)
+    torch.zeros(4, 4).neg() + p  # OK
