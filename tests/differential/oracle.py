@@ -42,7 +42,7 @@ import torch
 
 from examples.comparison import double_precision
 from examples.layout import ReplicasDiffer
-from examples.simulation import World, simulated_mesh
+from examples.simulation import simulated_mesh
 from spmd_types import I, P, R, S, V
 from spmd_types.typesystem import SpmdType, gradient_type
 
@@ -262,11 +262,11 @@ def run_on(program: Program, code: object, sizes: dict[str, int], seed: int) -> 
                     for name, t in types.items()}
         local = {name: world.distribute(full[name], types[name], generator).requires_grad_() for name in types}
         namespace: dict[str, object] = {}
-        exec(code, namespace)  # noqa: S102 - the generated program
+        exec(code, namespace)
         kwargs = {"flag": program.flag} if program.uses_flag else {}
         try:
             out = namespace["program"](*local.values(), **kwargs)  # type: ignore[operator]
-        except Exception as error:  # noqa: BLE001 - every failure of a generated program is an outcome
+        except Exception as error:
             outcome.errors.append(f"[{label}] simulated run raised {_short(error)}")
             return outcome
         with world.one_device():
@@ -281,7 +281,7 @@ def run_on(program: Program, code: object, sizes: dict[str, int], seed: int) -> 
             except Undefined as error:
                 outcome.mismatches.append(f"[{label}] {error}")
                 return outcome
-            except Exception as error:  # noqa: BLE001
+            except Exception as error:
                 outcome.errors.append(f"[{label}] reference raised {_short(error)}")
                 return outcome
             problems = []
@@ -316,7 +316,7 @@ def run(program: Program, seed: int = 0) -> Outcome:
     for sizes in MESHES[program.axes]:
         try:
             one = run_on(program, code, dict(sizes), seed)
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             one = Outcome(errors=[f"harness raised {_short(error)}: {traceback.format_exc(limit=3)}"])
         total.mismatches += one.mismatches
         total.errors += one.errors

@@ -43,9 +43,15 @@ def check(programs: Sequence[Program], workdir: Path | None = None) -> list[list
         by_file, raw = run_mypy(files, config, CACHE)
         if "INTERNAL ERROR" in raw or "Traceback" in raw:
             raise RuntimeError(f"mypy crashed:\n{raw[-3000:]}")
+        # Matched by file name: with a warm cache, mypy may print a module's errors under the path the module
+        # had in an earlier run (another scratch directory), not under the path it was given this time.
+        by_name = {path.name: reported for path, reported in by_file.items()}
+        stray = set(by_name) - {path.name for path in files}
+        if stray:
+            raise RuntimeError(f"mypy reported errors in files outside the batch: {sorted(stray)}")
         result = []
         for path in files:
-            reported = by_file.get(path.resolve(), {})
+            reported = by_name.get(path.name, {})
             result.append([f"line {line}: {r.message} [{r.code}]" for line, rs in sorted(reported.items())
                            for r in rs if r.kind == "error"])
         return result
