@@ -51,6 +51,21 @@ OPS: Final = {
     "rscale": ("2.0 * {0}", 1, "linear"),
     "shift": ("{0} + 1.0", 1, "affine"),
     "clone": ("{0}.clone()", 1, "linear"),
+    "div": ("{0} / {1}", 2, "divide"),
+    "halve": ("{0} / 2.0", 1, "linear"),
+    "mean": ("{0}.mean()", 1, "linear"),
+    "abs": ("{0}.abs()", 1, "nonlinear"),
+    "square": ("{0} ** 2", 1, "nonlinear"),
+    "tanh": ("torch.tanh({0})", 1, "nonlinear"),
+    "softmax": ("torch.softmax({0}, -1)", 1, "nonlinear"),
+    "cat": ("torch.cat([{0}, {1}])", 2, "linear"),
+    "linear": ("F.linear({0}, {1})", 2, "multilinear"),
+    "where": ("torch.where({0} > 0, {0}, {1})", 2, "select"),
+    "detach": ("{0}.detach()", 1, "detach"),
+    "mT": ("{0}.mT", 1, "linear"),
+    "zeros": ("torch.zeros(4, 4)", 0, "zero"),
+    "ones": ("torch.ones(4, 4)", 0, "weak"),
+    "full": ("torch.full((4, 4), 0.5)", 0, "weak"),
 }
 INPLACE: Final = ("+=", "-=", "*=")
 
@@ -70,6 +85,7 @@ HEADER: Final = (
     "from typing import Annotated",
     "",
     "import torch",
+    "import torch.nn.functional as F",
     "from torch import Tensor",
     "",
     "from spmd_types import I, P, R, S, V, all_gather, all_reduce, convert, reduce_scatter, reinterpret",
@@ -210,6 +226,8 @@ class Program:
         if isinstance(statement, InPlace):
             return self._tidy(replace(self, body=self.body[:index] + self.body[index + 1:]))
         uses = statement.uses()
+        if not uses:
+            return None
         substitute = uses[0] if keep == "first" else uses[-1]
         if substitute == statement.target:
             return None
@@ -259,9 +277,27 @@ def _join(kinds: list[str]) -> str:
 
 def _guess(name: str, operands: list[SpmdKinds], axes: tuple[str, ...]) -> SpmdKinds:
     behaviour = OPS[name][2]
+    if behaviour in ("zero", "weak"):
+        return {axis: "Z" if behaviour == "zero" else "W" for axis in axes}
     result = {}
     for axis in axes:
-        kinds = [o[axis] for o in operands]
+        given = [o[axis] for o in operands]
+        kinds = [k for k in given if k not in ("W", "Z")]
+        if not kinds:
+            result[axis] = "W" if "W" in given else "Z"
+            continue
+        if behaviour == "detach" and kinds[0] in ("R", "I"):
+            result[axis] = "W"
+            continue
+        if "P" in kinds and "W" in given and behaviour in ("linear", "select"):
+            result[axis] = "X"
+            continue
+        if "P" in kinds and behaviour == "divide":
+            result[axis] = "P" if given[0] == "P" and set(given[1:]) <= {"R", "W"} else "X"
+            continue
+        if "P" in kinds and behaviour == "select":
+            result[axis] = "X" if given[0] == "P" or set(kinds) != {"P"} else "P"
+            continue
         if "P" in kinds and behaviour == "multilinear":
             result[axis] = "P" if kinds.count("P") == 1 and set(kinds) <= {"P", "R"} else "X"
         elif "P" in kinds and behaviour in ("nonlinear", "affine"):
@@ -280,12 +316,22 @@ def _op_shape(name: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...] | Non
         a, b = shapes
         if name == "matmul":
             return (a[0], b[1]) if len(a) == 2 and len(b) == 2 and a[1] == b[0] else None
+        if name == "linear":
+            return (a[0], b[0]) if len(a) == 2 and len(b) == 2 and a[1] == b[1] else None
+        if name == "cat":
+            return (a[0] + b[0], *a[1:]) if a and b and a[1:] == b[1:] else None
         if a == b or not b:
             return a
         return b if not a else None
+    if arity == 0:
+        return LOCAL_SHAPE
     (a,) = shapes
-    if name == "sum":
+    if name in ("sum", "mean"):
         return ()
+    if name == "softmax":
+        return a if a else None
+    if name == "mT":
+        return (*a[:-2], a[-1], a[-2]) if len(a) >= 2 else None
     if name == "sum0":
         return a[1:] if a else None
     if name == "t":
@@ -408,7 +454,7 @@ def _loss_tail(b: _Builder, out: str, fitting: bool) -> str:
     for axis in b.axes:
         kind = b.values[current].kinds[axis]
         if fitting:
-            choice = {"R": ("convert", "R", "P"), "V": ("reinterpret", "V", "P"), "S0": ("reinterpret", "V", "P"),
+            choice = {"R": ("convert", "R", "P"), "W": ("convert", "R", "P"), "V": ("reinterpret", "V", "P"), "S0": ("reinterpret", "V", "P"),
                       "S1": ("reinterpret", "V", "P")}.get(kind)
         else:
             choice = b.rng.choice([None, ("reinterpret", "R", "P"), ("convert", "R", "P"), ("reinterpret", "V", "P"),
@@ -422,9 +468,42 @@ def _loss_tail(b: _Builder, out: str, fitting: bool) -> str:
     return current
 
 
+def _differentiable(program: Program, name: str) -> bool:
+    """Whether the value ``name`` depends on a parameter through differentiable statements (as run)."""
+    carrying = {p for p, _ in program.params}
+    for statement in program.body:
+        if isinstance(statement, Branch):
+            statement = statement.then if program.flag else statement.orelse
+        if isinstance(statement, Op):
+            if statement.name != "detach" and carrying.intersection(statement.args):
+                carrying.add(statement.target)
+            else:
+                carrying.discard(statement.target)
+        elif isinstance(statement, InPlace):
+            if statement.arg in carrying:
+                carrying.add(statement.target)
+        elif statement.arg in carrying:
+            carrying.add(statement.target)
+        else:
+            carrying.discard(statement.target)
+    return name in carrying
+
+
 def generate(seed: int | str) -> Program:
-    """The program of ``seed``: the same seed gives the same program."""
-    rng = random.Random(f"spmd-differential:{seed}")
+    """The program of ``seed``: the same seed gives the same program.
+
+    Programs whose loss does not depend on a parameter (only detached values
+    and constants) are drawn again: their ``backward()`` has nothing to do.
+    """
+    for attempt in range(20):
+        program = _generate(f"spmd-differential:{seed}:{attempt}")
+        if _differentiable(program, program.loss):
+            return program
+    return program
+
+
+def _generate(seed: str) -> Program:
+    rng = random.Random(seed)
     axes = rng.choice([("tp",), ("tp",), ("dp", "tp")])
     meshes = MESHES[axes]
     b = _Builder(rng, axes, meshes)
@@ -466,7 +545,7 @@ def generate(seed: int | str) -> Program:
     out = made[-1] if made and rng.random() < 0.9 else rng.choice(list(b.values))
     declared = dict(b.values[out].kinds)
     for axis in axes:
-        if declared[axis] == "X" or (not careful and rng.random() < 0.3):
+        if declared[axis] in ("X", "W", "Z") or (not careful and rng.random() < 0.3):
             declared[axis] = rng.choice(KINDS)
         if declared[axis] in ("S0", "S1") and len(b.values[out].shapes[0]) <= int(declared[axis][1]):
             declared[axis] = "V"

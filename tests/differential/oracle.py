@@ -67,6 +67,21 @@ OP_FUNCTIONS: dict[str, Callable[..., torch.Tensor]] = {
     "rscale": lambda a: 2.0 * a,
     "shift": lambda a: a + 1.0,
     "clone": lambda a: a.clone(),
+    "div": lambda a, b: a / b,
+    "halve": lambda a: a / 2.0,
+    "mean": lambda a: a.mean(),
+    "abs": lambda a: a.abs(),
+    "square": lambda a: a**2,
+    "tanh": torch.tanh,
+    "softmax": lambda a: torch.softmax(a, -1),
+    "cat": lambda a, b: torch.cat([a, b]),
+    "linear": torch.nn.functional.linear,
+    "where": lambda a, b: torch.where(a > 0, a, b),
+    "detach": lambda a: a.detach(),
+    "mT": lambda a: a.mT,
+    "zeros": lambda: torch.zeros(4, 4),
+    "ones": lambda: torch.ones(4, 4),
+    "full": lambda: torch.full((4, 4), 0.5),
     "+=": lambda a, b: a + b,
     "-=": lambda a, b: a - b,
     "*=": lambda a, b: a * b,
@@ -276,6 +291,9 @@ def run_on(program: Program, code: object, sizes: dict[str, int], seed: int) -> 
                 if set(_per_rank_axes(ref_loss)):
                     raise Undefined("the loss differs from rank to rank (a V loss has no single-device meaning)")
                 (loss,) = ref_loss.values()
+                if not torch.isfinite(loss).all():
+                    outcome.errors.append(f"[{label}] the loss is not finite (inf or nan), nothing to compare")
+                    return outcome
                 loss.backward()
                 want = _global(ref_out, dict(program.returns_kinds), program.axes, n_list)
             except Undefined as error:
