@@ -25,6 +25,7 @@ not look at shapes).
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field, replace
 from typing import Final
@@ -63,6 +64,18 @@ OPS: Final = {
     "where": ("torch.where({0} > 0, {0}, {1})", 2, "select"),
     "detach": ("{0}.detach()", 1, "detach"),
     "mT": ("{0}.mT", 1, "linear"),
+    "T": ("{0}.T", 1, "linear"),
+    "frelu": ("F.relu({0})", 1, "nonlinear"),
+    "sigmoid": ("torch.sigmoid({0})", 1, "nonlinear"),
+    "max": ("{0}.max()", 1, "nonlinear"),
+    "norm": ("{0}.norm()", 1, "nonlinear"),
+    "pow": ("torch.pow({0}, 3)", 1, "nonlinear"),
+    "rsub": ("1.0 - {0}", 1, "affine"),
+    "addzero": ("{0} + 0", 1, "linear"),
+    "mean0": ("{0}.mean(0)", 1, "linear"),
+    "flatten": ("{0}.reshape(-1)", 1, "linear"),
+    "first": ("{0}[0]", 1, "linear"),
+    "stack": ("torch.stack([{0}, {1}])", 2, "linear"),
     "zeros": ("torch.zeros(4, 4)", 0, "zero"),
     "ones": ("torch.ones(4, 4)", 0, "weak"),
     "full": ("torch.full((4, 4), 0.5)", 0, "weak"),
@@ -304,7 +317,7 @@ def _guess(name: str, operands: list[SpmdKinds], axes: tuple[str, ...]) -> SpmdK
             result[axis] = "X"
         else:
             kind = _join(kinds)
-            if kind.startswith("S") and name in ("sum", "sum0", "t", "matmul"):
+            if kind.startswith("S") and name in ("sum", "sum0", "t", "matmul", "T", "mT", "mean", "mean0", "flatten", "first", "stack", "linear", "max", "norm", "cat"):
                 kind = "V"
             result[axis] = kind
     return result
@@ -318,6 +331,8 @@ def _op_shape(name: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...] | Non
             return (a[0], b[1]) if len(a) == 2 and len(b) == 2 and a[1] == b[0] else None
         if name == "linear":
             return (a[0], b[0]) if len(a) == 2 and len(b) == 2 and a[1] == b[1] else None
+        if name == "stack":
+            return (2, *a) if a == b else None
         if name == "cat":
             return (a[0] + b[0], *a[1:]) if a and b and a[1:] == b[1:] else None
         if a == b or not b:
@@ -326,8 +341,14 @@ def _op_shape(name: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...] | Non
     if arity == 0:
         return LOCAL_SHAPE
     (a,) = shapes
-    if name in ("sum", "mean"):
+    if name in ("sum", "mean", "max", "norm"):
         return ()
+    if name in ("mean0", "first"):
+        return a[1:] if a else None
+    if name == "flatten":
+        return (math.prod(a),)
+    if name == "T":
+        return (a[1], a[0]) if len(a) == 2 else None
     if name == "softmax":
         return a if a else None
     if name == "mT":
