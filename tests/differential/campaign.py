@@ -26,12 +26,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="campaign seed (the same seed gives the same programs)")
     parser.add_argument("--batch", type=int, default=250, help="programs per mypy run")
     parser.add_argument("--out", type=Path, default=Path("differential-findings"), help="where findings are written")
+    parser.add_argument("--exclude", default="", help="comma-separated ops never to generate (e.g. norm)")
     parser.add_argument("--no-shrink", action="store_true", help="report wrong programs as generated")
     args = parser.parse_args(argv)
 
     start = time.monotonic()
     seeds = [args.seed * 10**7 + k for k in range(args.programs)]
     report = campaign(seeds, batch=args.batch, shrink_findings=not args.no_shrink,
+                      exclude=frozenset(filter(None, args.exclude.split(","))),
                       log=lambda line: print(f"[{time.monotonic() - start:7.0f}s] {line}", flush=True))
     print(report.summary())
     args.out.mkdir(parents=True, exist_ok=True)

@@ -135,12 +135,16 @@ class Report:
         return "\n".join(lines)
 
 
-def campaign(seeds: Sequence[int], batch: int = 200, shrink_findings: bool = True, log=None) -> Report:
-    """Generate, check, run and compare the programs of ``seeds``, ``batch`` programs per mypy run."""
+def campaign(seeds: Sequence[int], batch: int = 200, shrink_findings: bool = True, log=None,
+             exclude: frozenset[str] = frozenset()) -> Report:
+    """Generate, check, run and compare the programs of ``seeds``, ``batch`` programs per mypy run.
+
+    ``exclude`` names ops the generator leaves out (see :func:`.generator.generate`).
+    """
     report = Report()
     for start in range(0, len(seeds), batch):
         chunk = list(seeds[start:start + batch])
-        programs = [generate(seed) for seed in chunk]
+        programs = [generate(seed, exclude) for seed in chunk]
         verdicts = check(programs)
         for seed, program, errors in zip(chunk, programs, verdicts):
             report.generated += 1
