@@ -107,13 +107,14 @@ class Report:
     accepted_erroring: list[tuple[int, list[str]]] = field(default_factory=list)
     rejected_wrong: int = 0
     rejected_erroring: int = 0
+    rejected_inconclusive: int = 0  # matching, but the output or a gradient is zero on one device
     false_rejections: list[tuple[int, list[str]]] = field(default_factory=list)  # seed, mypy's errors
     false_rejection_codes: collections.Counter[str] = field(default_factory=collections.Counter)
 
     @property
     def false_rejection_rate(self) -> float:
-        """False rejections among the rejected programs that ran to a comparison."""
-        compared = self.rejected - self.rejected_erroring
+        """False rejections among the rejected programs compared on non-zero values."""
+        compared = self.rejected - self.rejected_erroring - self.rejected_inconclusive
         return len(self.false_rejections) / compared if compared else 0.0
 
     def summary(self) -> str:
@@ -126,6 +127,7 @@ class Report:
             f"rejected by the plugin:           {self.rejected}",
             f"  really wrong:                   {self.rejected_wrong}",
             f"  raised at run time (not compared): {self.rejected_erroring}",
+            f"  matching, but a compared value is zero (inconclusive): {self.rejected_inconclusive}",
             f"  false rejections (match):       {len(self.false_rejections)}"
             f" ({100 * self.false_rejection_rate:.1f}% of the compared rejections)",
         ]
@@ -167,6 +169,8 @@ def campaign(seeds: Sequence[int], batch: int = 200, shrink_findings: bool = Tru
                     report.rejected_wrong += 1
                 elif outcome.errors:
                     report.rejected_erroring += 1
+                elif outcome.zero:
+                    report.rejected_inconclusive += 1
                 else:
                     report.false_rejections.append((seed, errors))
                     report.false_rejection_codes.update(error_codes(errors))
