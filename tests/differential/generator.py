@@ -201,7 +201,45 @@ class Branch:
         return Branch(self.then.renamed(old, new), self.orelse.renamed(old, new))
 
 
-Statement = Op | Collective | InPlace | Branch
+@dataclass(frozen=True)
+class Declare:
+    """``target: Annotated[Tensor, ...] = arg``: a local variable with a declared type."""
+
+    target: str
+    arg: str
+    kinds: tuple[tuple[str, str], ...]
+
+    def lines(self) -> list[str]:
+        return [f"{self.target}: {annotation(dict(self.kinds))} = {self.arg}"]
+
+    def uses(self) -> tuple[str, ...]:
+        return (self.arg,)
+
+    def renamed(self, old: str, new: str) -> Declare:
+        return replace(self, arg=new if self.arg == old else self.arg)
+
+
+@dataclass(frozen=True)
+class Loop:
+    """``for _ in range(2): target = OPS[name](target, arg)``, on a value the program made."""
+
+    target: str
+    name: str
+    arg: str
+
+    def lines(self) -> list[str]:
+        return ["for _ in range(2):", f"    {self.target} = {OPS[self.name][0].format(self.target, self.arg)}"]
+
+    def uses(self) -> tuple[str, ...]:
+        return (self.target, self.arg)
+
+    def renamed(self, old: str, new: str) -> Loop:
+        return replace(self, target=new if self.target == old else self.target, arg=new if self.arg == old else self.arg)
+
+
+LOOP_OPS: Final = ("add", "sub", "mul", "matmul")
+
+Statement = Op | Collective | InPlace | Branch | Declare | Loop
 
 
 @dataclass(frozen=True)
@@ -236,7 +274,7 @@ class Program:
             arm = statement.then if keep in ("first", "then") else statement.orelse
             body = self.body[:index] + (arm,) + self.body[index + 1:]
             return self._tidy(replace(self, body=body))
-        if isinstance(statement, InPlace):
+        if isinstance(statement, (InPlace, Loop)):
             return self._tidy(replace(self, body=self.body[:index] + self.body[index + 1:]))
         uses = statement.uses()
         if not uses:
@@ -246,7 +284,7 @@ class Program:
             return None
         later = tuple(s.renamed(statement.target, substitute) for s in self.body[index + 1:])
         # an in-place update may not be moved onto a parameter
-        if any(isinstance(s, InPlace) and s.target in dict(self.params) for s in later):
+        if any(isinstance(s, (InPlace, Loop)) and s.target in dict(self.params) for s in later):
             return None
         rename = {statement.target: substitute}
         return self._tidy(replace(self, body=self.body[:index] + later, returns=rename.get(self.returns, self.returns),
@@ -259,7 +297,7 @@ class Program:
         for statement in reversed(program.body):
             if statement.target in live:
                 body.append(statement)
-                if not isinstance(statement, InPlace):
+                if not isinstance(statement, (InPlace, Loop)):
                     live.discard(statement.target)
                 live.update(statement.uses())
         program = replace(program, body=tuple(reversed(body)))
@@ -501,7 +539,7 @@ def _differentiable(program: Program, name: str) -> bool:
                 carrying.add(statement.target)
             else:
                 carrying.discard(statement.target)
-        elif isinstance(statement, InPlace):
+        elif isinstance(statement, (InPlace, Loop)):
             if statement.arg in carrying:
                 carrying.add(statement.target)
         elif statement.arg in carrying:
@@ -565,6 +603,29 @@ def _generate(seed: str, exclude: frozenset[str]) -> Program:
         b.body.append(InPlace(copy.target, op, other))
         kinds = _guess("mul" if op == "*=" else "add", [b.values[copy.target].kinds, b.values[other].kinds], axes)
         b.values[copy.target] = _Value(kinds, b.values[copy.target].shapes)
+    if rng.random() < 0.25:  # a loop re-binding a fresh copy
+        made = [n for n, v in b.values.items() if not v.is_param]
+        source = rng.choice(made or list(b.values))
+        copy = Op(b.fresh(), "clone", (source,))
+        b.add(copy, replace(b.values[source], is_param=False))
+        name = rng.choice(LOOP_OPS)
+        shape = b.values[copy.target].shapes
+        square = all(len(s) == 2 and s[0] == s[1] for s in shape)
+        others = [n for n, v in b.values.items() if v.shapes == shape and (name != "matmul" or square)]
+        if others:
+            other = rng.choice(others)
+            b.body.append(Loop(copy.target, name, other))
+            kinds = _guess(name, [b.values[copy.target].kinds, b.values[other].kinds], axes)
+            b.values[copy.target] = _Value(kinds, shape)
+    if rng.random() < 0.25:  # a declared local variable
+        made = [n for n, v in b.values.items() if not v.is_param]
+        source = rng.choice(made or list(b.values))
+        kinds = dict(b.values[source].kinds)
+        for axis in axes:
+            if kinds[axis] in ("X", "W", "Z") or rng.random() < 0.15:
+                kinds[axis] = rng.choice(("R", "I", "V", "P"))
+        declare = Declare(b.fresh(), source, tuple(kinds.items()))
+        b.add(declare, _Value(kinds, b.values[source].shapes))
     made = [n for n, v in b.values.items() if not v.is_param]
     out = made[-1] if made and rng.random() < 0.9 else rng.choice(list(b.values))
     declared = dict(b.values[out].kinds)

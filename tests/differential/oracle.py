@@ -46,7 +46,7 @@ from examples.simulation import simulated_mesh
 from spmd_types import I, P, R, S, V
 from spmd_types.typesystem import SpmdType, gradient_type
 
-from .generator import LOCAL_SHAPE, MESHES, Branch, Collective, InPlace, Op, Program
+from .generator import LOCAL_SHAPE, MESHES, Branch, Collective, Declare, InPlace, Loop, Op, Program
 
 Key = tuple[int | None, ...]  # per mesh axis: the rank's index on a per-rank axis, None on a whole one
 Ref = dict[Key, torch.Tensor]
@@ -235,6 +235,12 @@ def reference(program: Program, leaves: dict[str, torch.Tensor], sizes: list[int
             statement = statement.then if program.flag else statement.orelse
         if isinstance(statement, Op):
             env[statement.target] = _combine([env[a] for a in statement.args], OP_FUNCTIONS[statement.name], sizes)
+        elif isinstance(statement, Declare):
+            env[statement.target] = env[statement.arg]
+        elif isinstance(statement, Loop):
+            for _ in range(2):
+                env[statement.target] = _combine([env[statement.target], env[statement.arg]], OP_FUNCTIONS[statement.name],
+                                                 sizes)
         elif isinstance(statement, InPlace):
             env[statement.target] = _combine([env[statement.target], env[statement.arg]], OP_FUNCTIONS[statement.op], sizes)
         else:
