@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from . import runner
-from .generator import Collective, Op, Program, generate
+from .generator import Collective, Loop, Op, Program, generate
 from .oracle import run
 
 SEEDS = range(240)
@@ -82,3 +82,24 @@ def test_shrinking_drops_what_the_difference_does_not_need(monkeypatch: pytest.M
         for keep in ("first", "last"):
             candidate = shrunk.without(index, keep)
             assert candidate is None or not run(candidate).wrong, candidate.render()
+
+
+# Soundness bugs the campaigns found, shrunk: each must be rejected, or match one device.
+REGRESSIONS = {
+    # the norm of a V value has no SPMD type (Any), so a V loss is accepted
+    "v_norm_as_loss": _program((Op("v1", "norm", ("b",)),), (("b", (("tp", "V"),)),), "v1", (("tp", "V"),), "v1"),
+    # exp of a zero is kept a zero, which fits a pending sum; exp(0) is one, added once per rank
+    "exp_of_zero_plus_partial": Program(
+        ("dp", "tp"), (("a", (("dp", "V"), ("tp", "P"))),),
+        (Op("v4", "zeros", ()), Op("v5", "exp", ("v4",)), Loop("v5", "add", "a"), Op("v7", "sum", ("v5",)),
+         Collective("v8", "reinterpret", "v7", "dp", "V", "P")),
+        "v5", (("dp", "V"), ("tp", "P")), "v8", flag=False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REGRESSIONS))
+def test_regression(name: str) -> None:
+    program = REGRESSIONS[name]
+    (errors,) = runner.check([program])
+    outcome = run(program)
+    assert errors or not outcome.wrong, f"accepted, and differs from one device:\n{program.render()}\n{outcome.mismatches}"
