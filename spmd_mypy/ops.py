@@ -281,7 +281,7 @@ def _apply(
     # Only values that already have an SPMD type are followed, and constants in
     # modules that use SPMD types; anything else stays a plain tensor, accepted
     # like Any where it goes into an SPMD declaration (a fresh nn.Parameter).
-    constant = rule.result in (Result.WEAK, Result.ZERO) and session.uses_spmd(ctx.api)
+    constant = rule.makes_constants and session.uses_spmd(ctx.api)
     if not (arguments.typed or constant):
         return fit_declared(session, ctx.api, default, ctx.context, speculative=speculative)
     returns_tensor = contains_tensor(default)

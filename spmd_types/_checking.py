@@ -77,7 +77,7 @@ from spmd_types.typesystem.ecosystem import (
 from spmd_types.typesystem.join import Operand, OpOutcome, apply_op, check_fits
 from spmd_types.typesystem.local_types import WEAK, ZERO, Constant, LocalType, Shard, V, is_varying
 from spmd_types.typesystem.loss import AUTOGRAD_FUNCTIONS, check_backward
-from spmd_types.typesystem.ops import OPERATOR_SYMBOLS, OPS, OpRule, Result, canonical_param, display_name, lookup
+from spmd_types.typesystem.ops import OPERATOR_SYMBOLS, OPS, OpRule, canonical_param, display_name, lookup
 from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
 from spmd_types.typesystem.summation import BIASED_PRODUCTS, SUM_OPS, summed_replicated_term, sums_over_axis
 from spmd_types.typesystem.violations import RETURN_VALUE, Code, Violation, argument_site
@@ -517,7 +517,7 @@ class _Op:
                 out_target = value
                 continue
             tracked |= _read(tags, canonical_param(key), value, items, passed, mentioned)
-        constant = self.rule.result in (Result.WEAK, Result.ZERO)
+        constant = self.rule.makes_constants
         if not (tracked or constant or (out_target is not None and id(out_target) in tags)):
             return func(*args, **kwargs)
         out = None

@@ -143,9 +143,11 @@ def apply_op(
         result = SpmdType(default=WEAK)
     elif rule.result is Result.FRESH:
         result = UNKNOWN
+    elif rule.result is Result.COPY and "data" not in params:
+        result = SpmdType(default=WEAK)  # made from a Python value
     else:
         result, violations = _join(_roles(rule, params, passed), joined)
-        if rule.result is Result.DETACH or not autograd:
+        if rule.result in (Result.DETACH, Result.COPY) or not autograd:
             result = _detached(result)
         elif rule.result is Result.TRAINABLE:
             result = _variable(result)

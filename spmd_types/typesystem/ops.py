@@ -65,6 +65,9 @@ class Result(enum.Enum):
     """New data nothing is known about (``empty``, ``randn``): unknown on every axis."""
     DETACH = "detach"
     """The operand without its gradient: ``R`` and ``I`` axes become weak."""
+    COPY = "copy"
+    """A new tensor from ``data`` (``torch.tensor``, ``new_tensor``): the data's type without its
+    gradient when the data is a tensor, a weak constant when it is a Python value."""
     TRAINABLE = "trainable"
     """A parameter made from its data: the data's type, but never a constant (it will be trained or loaded)."""
 
@@ -93,6 +96,11 @@ class OpRule:
     sequence_product: bool = False
     result: Result = Result.JOIN
     inplace: bool = False
+
+    @property
+    def makes_constants(self) -> bool:
+        """Whether the op makes a typed constant even from untyped arguments (``torch.ones(3)``)."""
+        return self.result in (Result.WEAK, Result.ZERO, Result.COPY)
 
     @property
     def linearity(self) -> str:
@@ -254,8 +262,9 @@ _FUNCTION_ONLY: Final[dict[str, OpRule]] = {
     "bucketize": _no_gradient("input", "boundaries"),
     "searchsorted": _no_gradient("sorted_sequence", "input"),
     "zeros": _constant(Result.ZERO),
+    "tensor": OpRule(terms=(("data",),), result=Result.COPY),
     **dict.fromkeys(
-        ("ones", "full", "arange", "linspace", "logspace", "eye", "tensor", "scalar_tensor"),
+        ("ones", "full", "arange", "linspace", "logspace", "eye", "scalar_tensor"),
         _constant(Result.WEAK),
     ),
     **dict.fromkeys(
@@ -301,7 +310,8 @@ _METHOD_ONLY: Final[dict[str, OpRule]] = {
     "fill_": _linear("value", ignored=("input",)),
     "zero_": _constant(Result.ZERO, ignored=("input",)),
     "new_zeros": _constant(Result.ZERO, ignored=("input",)),
-    **dict.fromkeys(("new_ones", "new_full", "new_tensor"), _constant(Result.WEAK, ignored=("input",))),
+    **dict.fromkeys(("new_ones", "new_full"), _constant(Result.WEAK, ignored=("input",))),
+    "new_tensor": OpRule(terms=(("data",),), ignored=("input",), result=Result.COPY),
     "new_empty": _constant(Result.FRESH, ignored=("input",)),
 }
 

@@ -80,6 +80,8 @@ def _structure(rule: OpRule) -> str:
         return {"weak": "a constant", "zero": "zeros", "fresh": "new data (unknown)"}[rule.result.value]
     if rule.result is Result.DETACH:
         return "`input` without gradient (R, I become weak)"
+    if rule.result is Result.COPY:
+        return "`data` without gradient (R, I become weak); a Python value is a constant"
     if rule.result is Result.TRAINABLE:
         return "`data`, a constant becoming unknown (it will be trained)"
     if not rule.terms:

@@ -148,3 +148,11 @@ def norm_keeps_its_type(b: Annotated[Tensor, V["tp"]], r: Annotated[Tensor, R["t
 def non_linear_op_of_zeros_is_not_zero(p: Annotated[Tensor, P["tp"]]) -> None:
     torch.exp(torch.zeros(4, 4)) + p  # E: [spmd-partial] P plus a non-partial term (weak)
     torch.zeros(4, 4).neg() + p  # OK
+
+
+def new_tensor_keeps_its_data_type(p: Annotated[Tensor, P["tp"]], v: Annotated[Tensor, V["tp"]], r: Annotated[Tensor, R["tp"]]) -> None:
+    # A copy of a tensor has the tensor's type (without its gradient), not a constant's (family 10).
+    reveal_type(r.new_tensor(v))  # N: SpmdTensor[Literal['tp:V']]
+    torch.exp(r.new_tensor(p))  # E: [spmd-partial] torch.exp on axis 'tp': P (a pending sum) through a non-linear op
+    torch.exp(torch.tensor(p))  # E: [spmd-partial] P (a pending sum) through a non-linear op
+    torch.tensor([1.0, 2.0]) * r  # OK
