@@ -24,7 +24,7 @@ from mypy.nodes import (
     TupleExpr,
     UnaryExpr,
 )
-from mypy.plugin import FunctionContext
+from mypy.plugin import FunctionContext, MethodContext
 from mypy.types import AnyType, Instance, LiteralType, TupleType, Type, TypeOfAny, get_proper_type
 
 from spmd_mypy import summation
@@ -177,7 +177,7 @@ def typed_result(
     return fit_declared(session, ctx.api, typed, ctx.context, producer=producer)
 
 
-def by_name(ctx: FunctionContext) -> dict[str, tuple[Expression, Type]]:
+def by_name(ctx: FunctionContext | MethodContext) -> dict[str, tuple[Expression, Type]]:
     """The first actual argument of each formal parameter, by the parameter's name."""
     return {
         name: (exprs[0], types[0])

@@ -196,17 +196,12 @@ def buffers_written_in_place(tree: MypyFile) -> set[Expression]:
     for _, _, body in _function_bodies(tree):
         written: set[str] = set()
         assigned: list[tuple[str, Expression]] = []
-        pending: list[Node] = list(body)
-        while pending:
-            node = pending.pop()
-            if isinstance(node, FuncDef):
-                continue  # a scope of its own
+        for node in _scope_statements(body):
             written.update(_written_names(node))
             if isinstance(node, AssignmentStmt) and node.type is None and len(node.lvalues) == 1:
                 target = node.lvalues[0]
                 if isinstance(target, NameExpr) and isinstance(node.rvalue, CallExpr):
                     assigned.append((target.name, node.rvalue))
-            pending.extend(_nested_statements(node))
         found.update(value for name, value in assigned if name in written)
     return found
 
@@ -216,19 +211,12 @@ Assignment = tuple[int, int, int, Expression]
 
 
 def name_assignments(tree: MypyFile) -> dict[str, list[Assignment]]:
-    """Every ``name = value`` of the file, by name, in source order within each function."""
+    """Every ``name = value`` of the file, by name."""
     found: dict[str, list[Assignment]] = {}
     for first, last, body in _function_bodies(tree):
-        pending: list[Node] = list(reversed(body))
-        while pending:
-            node = pending.pop()
-            if isinstance(node, FuncDef):
-                continue  # a scope of its own
+        for node in _scope_statements(body):
             if isinstance(node, AssignmentStmt) and len(node.lvalues) == 1 and isinstance(node.lvalues[0], NameExpr):
                 found.setdefault(node.lvalues[0].name, []).append((node.line, first, last, node.rvalue))
-            pending.extend(reversed(list(_nested_statements(node))))
-    for assignments in found.values():
-        assignments.sort(key=lambda a: a[0])
     return found
 
 
@@ -238,6 +226,16 @@ def _function_bodies(tree: MypyFile) -> Iterator[tuple[int, int, list[Statement]
     for node in _statements(tree):
         if isinstance(node, FuncDef):
             yield node.line, node.end_line or node.line, node.body.body
+
+
+def _scope_statements(body: list[Statement]) -> Iterator[Node]:
+    """The statements of one function body (or the module's top level), not those of functions in it."""
+    pending: list[Node] = list(body)
+    while pending:
+        node = pending.pop()
+        if not isinstance(node, FuncDef):  # a function is a scope of its own
+            yield node
+            pending.extend(_nested_statements(node))
 
 
 def _written_names(node: Node) -> Iterator[str]:

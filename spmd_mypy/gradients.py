@@ -14,6 +14,7 @@ from mypy.nodes import CallExpr, Expression, ListExpr, MemberExpr, TupleExpr
 from mypy.plugin import FunctionContext, MethodContext
 from mypy.types import Type
 
+from spmd_mypy.collectives import by_name
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.report import spell
@@ -24,7 +25,6 @@ from spmd_types.typesystem.loss import AUTOGRAD_FUNCTIONS
 __all__ = ["AUTOGRAD_FUNCTIONS", "check_autograd_call", "check_backward_method"]
 
 
-
 def check_backward_method(session: Session, ctx: MethodContext) -> Type:
     """``loss.backward()`` or ``loss.backward(gradient=g)``."""
     loss = Encoder.read(ctx.type)
@@ -32,7 +32,7 @@ def check_backward_method(session: Session, ctx: MethodContext) -> Type:
         receiver = ctx.context.callee.expr if isinstance(ctx.context, CallExpr) and isinstance(
             ctx.context.callee, MemberExpr) else None
         value = spell(receiver) if receiver is not None else "loss"
-        seed = _argument(ctx.callee_arg_names, ctx.args, "gradient")
+        seed, _ = by_name(ctx).get("gradient", (None, None))
         _check(session, ctx, loss, seed, f"{value}.backward()", value)
     return ctx.default_return_type
 
@@ -40,10 +40,11 @@ def check_backward_method(session: Session, ctx: MethodContext) -> Type:
 def check_autograd_call(session: Session, ctx: FunctionContext, name: str) -> Type:
     """``torch.autograd.backward(losses, grads)`` or ``torch.autograd.grad(losses, inputs, grads)``."""
     outputs_param, seeds_param = AUTOGRAD_FUNCTIONS[name]
-    outputs = _argument(ctx.callee_arg_names, ctx.args, outputs_param)
-    if outputs is None:
+    arguments = by_name(ctx)
+    if outputs_param not in arguments:
         return ctx.default_return_type
-    seeds = _argument(ctx.callee_arg_names, ctx.args, seeds_param)
+    outputs, _ = arguments[outputs_param]
+    seeds, _ = arguments.get(seeds_param, (None, None))
     output_items = _items(outputs)
     seed_items: Sequence[Expression | None] = _items(seeds) if seeds is not None else [None] * len(output_items)
     if len(seed_items) != len(output_items):
@@ -68,13 +69,6 @@ def _check(session: Session, ctx: FunctionContext | MethodContext, loss: SpmdTyp
             return  # a seed of unknown type
         violations = check_backward(loss, found)
     session.reporter.violations(ctx.api, violations, ctx.context, where, value=value)
-
-
-def _argument(names: Sequence[str | None], args: list[list[Expression]], wanted: str) -> Expression | None:
-    for name, given in zip(names, args):
-        if name == wanted and given:
-            return given[0]
-    return None
 
 
 def _items(expr: Expression) -> list[Expression]:

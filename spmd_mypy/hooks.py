@@ -140,8 +140,7 @@ class Hooks:
         if fullname in ops.TENSOR_PROPERTIES:
             return self._guard(lambda ctx: ops.check_property(session, ctx, attribute),
                                lambda ctx: ctx.default_attr_type)
-        if owner and self._remembered((owner, f".{attribute}"), lambda: self._lookup_attribute(owner, attribute)
-                                      ).plain_result:
+        if owner and self._attribute(owner, attribute).plain_result:
             return self._guard(lambda ctx: gradual.unknown_attribute(session, ctx), lambda ctx: ctx.default_attr_type)
         return None
 
@@ -201,6 +200,10 @@ class Hooks:
             # binds T at each call, so a norm or dropout module keeps its input's SPMD type.
             return _Answer.of(info, info.get_method("forward"), generic_in_tensors=True)
         return _Answer.of(info, info.get_method(method))
+
+    def _attribute(self, owner: str, attribute: str) -> _Answer:
+        """What the attribute ``owner.attribute`` holds (remembered under ``.attribute``, apart from methods)."""
+        return self._remembered((owner, f".{attribute}"), lambda: self._lookup_attribute(owner, attribute))
 
     def _lookup_attribute(self, owner: str, attribute: str) -> _Answer:
         if self._session.modules is None:

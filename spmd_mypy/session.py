@@ -75,7 +75,6 @@ class Session:
         facts = self._facts(api)
         return facts is not None and value in facts.inferred_assignments
 
-
     def is_written_later(self, api: CheckerPluginInterface, value: Context) -> bool:
         """Whether ``value`` starts a buffer that its function writes in place (see :mod:`spmd_mypy.compat`)."""
         facts = self._facts(api)
@@ -86,11 +85,10 @@ class Session:
         facts = self._facts(api)
         if facts is None:
             return None
-        found = None
-        for line, first, last, value in facts.name_assignments.get(name, ()):
-            if line < used.line and first <= used.line <= last and (found is None or first >= found[1]):
-                found = (line, first, last, value)
-        return found[3] if found is not None else None
+        before = [(first, line, value) for line, first, last, value in facts.name_assignments.get(name, ())
+                  if line < used.line and first <= used.line <= last]
+        # The innermost function's (the latest first line), and in it the last assignment.
+        return max(before, key=lambda found: found[:2])[2] if before else None
 
     def is_returned(self, api: CheckerPluginInterface, value: Context) -> bool:
         """Whether ``value`` is the expression of a ``return`` statement."""
