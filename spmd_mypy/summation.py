@@ -14,23 +14,22 @@ with its type on the axis from mypy's type map::
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Final
+from dataclasses import dataclass
 
 from mypy.nodes import CallExpr, Expression, MemberExpr, NameExpr, OpExpr, RefExpr
 from mypy.plugin import FunctionContext
 
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Encoder
+from spmd_mypy.ops import public_function_name
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
-from spmd_types.typesystem import SpmdType, summed_replicated_term, sums_over_axis
+from spmd_types.typesystem import SpmdType, lookup, summed_replicated_term, sums_over_axis
 from spmd_types.typesystem.collectives import Endpoint
 from spmd_types.typesystem.local_types import AxisType, V, is_varying
+from spmd_types.typesystem.summation import BIASED_PRODUCTS, SUM_OPS
 
 __all__ = ["check_summed_input"]
-
-_ADD: Final = frozenset({"torch._C._VariableFunctions.add", "torch._C.TensorBase.add"})
-_LINEAR: Final = frozenset({"torch._C._nn.linear", "torch.nn.functional.linear"})
 
 Summand = tuple[str, AxisType | None]
 
@@ -52,7 +51,7 @@ def check_summed_input(
     built = session.value_of(ctx.api, x.name, ctx.context) if isinstance(x, NameExpr) else x
     if built is None:
         return
-    summands = list(_summands(session, ctx, built, axis))
+    summands = list(_summands(ctx, built, axis))
     if len(summands) < 2:
         return
     violation = summed_replicated_term(call, axis, summands)
@@ -61,36 +60,59 @@ def check_summed_input(
                                     spell(x))
 
 
-def _summands(session: Session, ctx: FunctionContext, expr: Expression, axis: str) -> Iterator[Summand]:
+def _summands(ctx: FunctionContext, expr: Expression, axis: str) -> Iterator[Summand]:
     if isinstance(expr, OpExpr) and expr.op in ("+", "-"):
-        yield from _summands(session, ctx, expr.left, axis)
-        yield from _summands(session, ctx, expr.right, axis)
+        yield from _summands(ctx, expr.left, axis)
+        yield from _summands(ctx, expr.right, axis)
         return
-    if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr):
-        name = expr.callee.fullname
-        callee = expr.callee
-        if name in _ADD or (isinstance(callee, MemberExpr) and callee.name == "add" and not name):
-            operands = ([callee.expr] if isinstance(callee, MemberExpr) and name not in _ADD else []) + expr.args[:2]
-            for operand in operands[:2]:
-                yield from _summands(session, ctx, operand, axis)
-            return
-        if name in _LINEAR:
-            bias = _argument(expr, 2, "bias")
-            if bias is not None:
-                factors = [e for e in (_argument(expr, 0, "input"), _argument(expr, 1, "weight")) if e is not None]
-                kinds = [_kind(ctx, e, axis) for e in factors]
-                product: AxisType | None = V if any(k is not None and is_varying(k) for k in kinds) else None
-                yield f"{spell(expr.callee)}(...) without its bias", product
-                yield spell(bias), _kind(ctx, bias, axis)
-                return
+    op = _called_op(expr) if isinstance(expr, CallExpr) else None
+    if op is not None and op.name in SUM_OPS:
+        for operand in (op.argument("input"), op.argument("other")):
+            if operand is not None:
+                yield from _summands(ctx, operand, axis)
+        return
+    bias_param = BIASED_PRODUCTS.get(op.name) if op is not None else None
+    bias = op.argument(bias_param) if op is not None and bias_param is not None else None
+    if op is not None and bias_param is not None and bias is not None:
+        product = next(term for term in lookup(op.name).terms if bias_param not in term)
+        kinds = [_kind(ctx, e, axis) for e in map(op.argument, product) if e is not None]
+        varying: AxisType | None = V if any(k is not None and is_varying(k) for k in kinds) else None
+        yield f"{op.spelled}(...) without its {bias_param}", varying
+        yield spell(bias), _kind(ctx, bias, axis)
+        return
     yield spell(expr), _kind(ctx, expr, axis)
 
 
-def _argument(call: CallExpr, position: int, name: str) -> Expression | None:
-    for index, (arg_name, arg) in enumerate(zip(call.arg_names, call.args)):
-        if arg_name == name or (arg_name is None and index == position):
-            return arg
-    return None
+@dataclass(frozen=True)
+class _Op:
+    """A call of a table op: its public name, and its arguments by position and by keyword."""
+
+    name: str
+    spelled: str
+    positional: list[Expression]
+    keywords: dict[str, Expression]
+
+    def argument(self, param: str) -> Expression | None:
+        """The argument passed as parameter ``param`` of the op's table rule."""
+        if param in self.keywords:
+            return self.keywords[param]
+        params = lookup(self.name).params
+        position = params.index(param) if param in params else len(self.positional)
+        return self.positional[position] if position < len(self.positional) else None
+
+
+def _called_op(call: CallExpr) -> _Op | None:
+    """The op ``call`` is (``torch.add``, ``F.linear``), by public name; a method on a value is a tensor method.
+
+    ``h.add(b)`` is ``torch.Tensor.add`` with ``h`` as its first argument.
+    """
+    positional = [arg for arg, name in zip(call.args, call.arg_names) if name is None]
+    keywords = {name: arg for arg, name in zip(call.args, call.arg_names) if name is not None}
+    callee = call.callee
+    if isinstance(callee, MemberExpr) and not callee.fullname:
+        return _Op(f"torch.Tensor.{callee.name}", spell(callee), [callee.expr, *positional], keywords)
+    public = public_function_name(callee.fullname) if isinstance(callee, RefExpr) else None
+    return _Op(public, spell(callee), positional, keywords) if public is not None else None
 
 
 def _kind(ctx: FunctionContext, expr: Expression, axis: str) -> AxisType | None:
