@@ -15,7 +15,6 @@ SPMD type in its canonical text form.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
 
 from mypy.nodes import MypyFile
 from mypy.plugin import AnalyzeTypeContext
@@ -32,30 +31,13 @@ from mypy.types import (
 
 from spmd_mypy.compat import analyze_base, analyzed_file, analyzed_module, lookup_type_name
 from spmd_mypy.config import PluginOptions
-from spmd_mypy.encoding import PARAMETER_CLASS, PROCESS_GROUP_CLASS, TENSOR_CLASS, Encoder
+from spmd_mypy.encoding import Encoder
 from spmd_mypy.error_codes import ANNOTATION, CODES
-from spmd_types.typesystem import AnnotationError, Code, SpmdType, spmd_type_from_metadata
+from spmd_mypy.fullnames import AXIS_MARKERS, LOCAL_TYPE_MARKERS, PARAMETER, PROCESS_GROUP, SHARD_MARKERS, TENSOR
+from spmd_types.typesystem import LOCAL_TYPES, AnnotationError, Code, SpmdType, spmd_type_from_metadata
 from spmd_types.typesystem.annotations import Axis, AxisTypes, axis_types_marker, markers_from_text, shard_marker
-from spmd_types.typesystem.local_types import I, LocalType, P, R, V
 
-__all__ = ["ANNOTATED_NAMES", "SPMD_ALIAS", "StubsWarned", "analyze"]
-
-ANNOTATED_NAMES: Final = ("typing.Annotated", "typing_extensions.Annotated")
-SPMD_ALIAS: Final = "spmd_types.typesystem.annotations.Spmd"
-
-# Marker objects by the full names they can be imported under.
-_LOCAL_TYPES: Final[dict[str, LocalType]] = {
-    f"{module}.{t.code}": t
-    for module in ("spmd_types", "spmd_types.typesystem", "spmd_types.typesystem.local_types")
-    for t in (R, I, V, P)
-}
-_SHARD_NAMES: Final = frozenset(
-    f"{module}.{name}"
-    for module in ("spmd_types", "spmd_types.typesystem", "spmd_types.typesystem.local_types")
-    for name in ("S", "Shard")
-)
-_AXIS_NAMES: Final = frozenset({"spmd_types.Axis", "spmd_types.typesystem.Axis",
-                                "spmd_types.typesystem.annotations.Axis"})
+__all__ = ["StubsWarned", "analyze"]
 
 
 StubsWarned = dict[str, tuple[MypyFile | None, int, int]]
@@ -121,9 +103,9 @@ def _read_metadata(ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_f
                 raise _Bad('Spmd[...] takes a tensor type and SPMD markers or a string such as "dp:R, tp:V"')
             continue  # another library's metadata
         fullname = lookup_type_name(ctx.api, item.name, ctx.context)
-        if fullname in _AXIS_NAMES:
+        if fullname in AXIS_MARKERS:
             axes.add(_axis_name(item))
-        elif fullname in _LOCAL_TYPES or fullname in _SHARD_NAMES:
+        elif fullname in LOCAL_TYPE_MARKERS or fullname in SHARD_MARKERS:
             markers.append(_marker(item, fullname))
         elif is_alias_form:
             raise _Bad(f"Spmd[...]: {item.name} is not an SPMD marker (R, I, V, P or S)")
@@ -149,14 +131,14 @@ def _string_arg(arg: Type, marker: str) -> str:
 
 
 def _marker(item: UnboundType, fullname: str) -> AxisTypes:
-    local = _LOCAL_TYPES.get(fullname)
+    code = LOCAL_TYPE_MARKERS.get(fullname)
     short = item.name.rpartition(".")[2]
-    if local is not None:
+    if code is not None:
         if not item.args:
             raise _Bad(f'{short} needs mesh-axis names: {short}["dp"]')
         names = tuple(_string_arg(arg, short) for arg in item.args)
         try:
-            return axis_types_marker(local, names)
+            return axis_types_marker(LOCAL_TYPES[code], names)
         except AnnotationError as error:
             raise _Bad(str(error)) from None
     # A shard: S["tp", 0].
@@ -185,11 +167,11 @@ def _tensor(
 ) -> Type | None:
     """The SPMD-typed tensor; ``base`` after a reported mistake; ``None`` if it cannot be written."""
     proper = get_proper_type(base)
-    if not _is_instance_of(proper, TENSOR_CLASS):
+    if not _is_instance_of(proper, TENSOR):
         _fail(ctx, f"SPMD types apply to tensors, not to {base}", Code.ANNOTATION)
         return base
     assert isinstance(proper, Instance)
-    if proper.type.fullname not in (TENSOR_CLASS, PARAMETER_CLASS):
+    if proper.type.fullname not in (TENSOR, PARAMETER):
         _fail(ctx, f"SPMD types apply to torch.Tensor and nn.Parameter, not to {proper.type.name}",
               Code.ANNOTATION)
         return base
@@ -199,7 +181,7 @@ def _tensor(
 
 def _axis_group(ctx: AnalyzeTypeContext, base: Type, axis: str, encoder: Encoder) -> Type | None:
     proper = get_proper_type(base)
-    if not _is_instance_of(proper, PROCESS_GROUP_CLASS):
+    if not _is_instance_of(proper, PROCESS_GROUP):
         _fail(ctx, f"Axis[...] applies to a ProcessGroup, not to {base}", Code.ANNOTATION)
         return base
     return encoder.axis_group(axis)

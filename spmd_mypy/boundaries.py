@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
 
 from mypy.nodes import ARG_POS, Context, Decorator, Expression, FuncDef, TypeInfo
 from mypy.plugin import CheckerPluginInterface
@@ -36,7 +35,8 @@ from mypy.types import (
 )
 
 from spmd_mypy.compat import declared_return_type, is_declaration
-from spmd_mypy.encoding import AXIS_GROUP, SPMD_PARAMETER, SPMD_TENSOR, TENSOR_CLASS, Divergent, Encoder
+from spmd_mypy.encoding import Divergent, Encoder
+from spmd_mypy.fullnames import AXIS_GROUP, SPMD_TENSORS, SPMD_TYPED, TENSOR
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_types.typesystem import Code, SpmdType, Violation, check_fits
@@ -44,8 +44,6 @@ from spmd_types.typesystem.collectives import Endpoint, retargeted
 from spmd_types.typesystem.violations import RETURN_VALUE, argument_site
 
 __all__ = [
-    "AUTOGRAD_FUNCTION",
-    "MODULE",
     "Producer",
     "as_computed",
     "check_arguments",
@@ -55,11 +53,6 @@ __all__ = [
     "relax",
     "signature_of",
 ]
-
-MODULE: Final = "torch.nn.modules.module.Module"
-AUTOGRAD_FUNCTION: Final = "torch.autograd.function.Function"
-_TENSORS: Final = frozenset({SPMD_TENSOR, SPMD_PARAMETER})
-_TYPED: Final = _TENSORS | {AXIS_GROUP}
 
 
 def has_spmd(typ: Type, seen: frozenset[TypeAliasType] = frozenset()) -> bool:
@@ -73,7 +66,7 @@ def has_spmd(typ: Type, seen: frozenset[TypeAliasType] = frozenset()) -> bool:
         seen = seen | {typ}
     proper = get_proper_type(typ)
     if isinstance(proper, Instance):
-        return proper.type.fullname in _TYPED or any(has_spmd(a, seen) for a in proper.args)
+        return proper.type.fullname in SPMD_TYPED or any(has_spmd(a, seen) for a in proper.args)
     if isinstance(proper, (UnionType, TupleType)):
         return any(has_spmd(t, seen) for t in proper.items)
     return False
@@ -91,7 +84,7 @@ def relax(signature: CallableType) -> CallableType:
 def _plain(typ: Type, nested: bool) -> Type:
     proper = get_proper_type(typ)
     if isinstance(proper, Instance):
-        if proper.type.fullname in _TYPED:
+        if proper.type.fullname in SPMD_TYPED:
             return AnyType(TypeOfAny.special_form) if nested else proper.type.bases[0]
         if proper.args:
             return proper.copy_modified(args=[_plain(a, nested=True) for a in proper.args])
@@ -265,7 +258,7 @@ def as_computed(session: Session, api: CheckerPluginInterface, typ: Type) -> Typ
     :mod:`spmd_mypy.encoding`).
     """
     proper = get_proper_type(typ)
-    if not isinstance(proper, Instance) or proper.type.fullname not in _TENSORS or not is_declaration(proper):
+    if not isinstance(proper, Instance) or proper.type.fullname not in SPMD_TENSORS or not is_declaration(proper):
         return typ
     spmd = Encoder.read(proper)
     if not isinstance(spmd, SpmdType) or not proper.type.bases:
@@ -286,15 +279,15 @@ def _optional_item(typ: Type) -> Type:
 def _any_argument(typ: Type) -> bool:
     """Whether ``typ`` is an SPMD-typed tensor whose mypy type lists no axis (``SpmdTensor[Any]``)."""
     proper = get_proper_type(typ)
-    return (isinstance(proper, Instance) and proper.type.fullname in _TENSORS and len(proper.args) == 1
+    return (isinstance(proper, Instance) and proper.type.fullname in SPMD_TENSORS and len(proper.args) == 1
             and isinstance(get_proper_type(proper.args[0]), AnyType))
 
 
 def _is_plain_tensor(typ: Type) -> bool:
     proper = get_proper_type(typ)
-    return isinstance(proper, Instance) and proper.type.has_base(TENSOR_CLASS)
+    return isinstance(proper, Instance) and proper.type.has_base(TENSOR)
 
 
 def _is_declaration(typ: Type) -> bool:
     proper = get_proper_type(typ)
-    return isinstance(proper, Instance) and proper.type.fullname in _TYPED and is_declaration(proper)
+    return isinstance(proper, Instance) and proper.type.fullname in SPMD_TYPED and is_declaration(proper)

@@ -30,11 +30,13 @@ from mypy.types import AnyType, Instance, LiteralType, TupleType, Type, TypeOfAn
 from spmd_mypy import summation
 from spmd_mypy.boundaries import Producer, fit_declared, report_divergent
 from spmd_mypy.compat import final_str_value
-from spmd_mypy.encoding import TENSOR_CLASS, Divergent, Encoder
+from spmd_mypy.encoding import Divergent, Encoder
+from spmd_mypy.fullnames import DEVICE_MESH, LOCAL_TYPE_MARKERS, SHARD_MARKERS, STR, TENSOR, spmd_function
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_types.typesystem import (
     CALLS,
+    LOCAL_TYPES,
     UNKNOWN,
     AnnotationError,
     Code,
@@ -48,20 +50,13 @@ from spmd_types.typesystem import (
 )
 from spmd_types.typesystem.annotations import axis_types_marker, shard_marker
 from spmd_types.typesystem.collectives import Endpoint
-from spmd_types.typesystem.local_types import I, LocalType, P, R, V
 
 __all__ = [
-    "ASSERT_TYPE", "COLLECTIVES", "apply_call", "by_name", "check_assert_type", "check_collective", "typed_result",
-    "unknown_on",
+    "COLLECTIVES", "apply_call", "by_name", "check_assert_type", "check_collective", "typed_result", "unknown_on",
 ]
 
-COLLECTIVES: Final = {f"spmd_types.{name}": name for name in CALLS}
-_DEVICE_MESH: Final = "torch.distributed.device_mesh.DeviceMesh"
-ASSERT_TYPE: Final = "spmd_types.assert_type"
-
-_MODULES: Final = ("spmd_types", "spmd_types.typesystem", "spmd_types.typesystem.local_types")
-_LOCAL_TYPES: Final[dict[str, LocalType]] = {f"{m}.{t.code}": t for m in _MODULES for t in (R, I, V, P)}
-_SHARD: Final = frozenset(f"{m}.{n}" for m in _MODULES for n in ("S", "Shard"))
+COLLECTIVES: Final = {spmd_function(name): name for name in CALLS}
+"""The collectives and casts of ``spmd_types`` by full name, each with its name in the core's table."""
 
 
 class _Unreadable:
@@ -171,7 +166,7 @@ def typed_result(
     if result is None:
         return ctx.default_return_type
     base = get_proper_type(ctx.default_return_type)
-    if not (isinstance(base, Instance) and base.type.has_base(TENSOR_CLASS)):
+    if not (isinstance(base, Instance) and base.type.has_base(TENSOR)):
         return ctx.default_return_type
     typed = session.encoder(ctx.api).tensor(result, base, inferred=True) or ctx.default_return_type
     return fit_declared(session, ctx.api, typed, ctx.context, producer=producer)
@@ -231,7 +226,7 @@ def _axis(ctx: FunctionContext, arg: tuple[Expression, Type] | None) -> str | No
 
 def _is_device_mesh(typ: Type) -> bool:
     proper = get_proper_type(typ)
-    return isinstance(proper, Instance) and proper.type.has_base(_DEVICE_MESH)
+    return isinstance(proper, Instance) and proper.type.has_base(DEVICE_MESH)
 
 
 def _unknown_axis(arg: tuple[Expression, Type] | None) -> str:
@@ -248,7 +243,7 @@ def _unknown_axis(arg: tuple[Expression, Type] | None) -> str:
 
 def _is_str(typ: Type) -> bool:
     proper = get_proper_type(typ)
-    return isinstance(proper, Instance) and proper.type.fullname == "builtins.str"
+    return isinstance(proper, Instance) and proper.type.fullname == STR
 
 
 def _endpoint(arg: tuple[Expression, Type] | None) -> Endpoint | _Unreadable | None:
@@ -256,9 +251,9 @@ def _endpoint(arg: tuple[Expression, Type] | None) -> Endpoint | _Unreadable | N
     if arg is None:
         return None
     expr = arg[0]
-    if isinstance(expr, RefExpr) and expr.fullname in _LOCAL_TYPES:
-        return _LOCAL_TYPES[expr.fullname]
-    if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in _SHARD:
+    if isinstance(expr, RefExpr) and expr.fullname in LOCAL_TYPE_MARKERS:
+        return LOCAL_TYPES[LOCAL_TYPE_MARKERS[expr.fullname]]
+    if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in SHARD_MARKERS:
         dim = _int(expr.args[0]) if len(expr.args) == 1 else None
         if dim is not None:
             return Shard(dim)
@@ -279,10 +274,11 @@ def _marker(expr: Expression) -> object:
         raise ValueError("assert_type takes markers such as R['dp'] or S['tp', 0]")
     items = expr.index.items if isinstance(expr.index, TupleExpr) else [expr.index]
     values = [item.value if isinstance(item, StrExpr) else _int(item) for item in items]
-    if expr.base.fullname in _LOCAL_TYPES:
+    code = LOCAL_TYPE_MARKERS.get(expr.base.fullname)
+    if code is not None:
         if not all(isinstance(v, str) for v in values):
             raise ValueError("mesh-axis names must be string literals")
-        return axis_types_marker(_LOCAL_TYPES[expr.base.fullname], tuple(v for v in values if isinstance(v, str)))
-    if expr.base.fullname in _SHARD:
+        return axis_types_marker(LOCAL_TYPES[code], tuple(v for v in values if isinstance(v, str)))
+    if expr.base.fullname in SHARD_MARKERS:
         return shard_marker(tuple(values))
     raise ValueError(f"{spell(expr.base)} is not an SPMD marker")

@@ -18,7 +18,6 @@ known type on the group's axis, with the differentiable call to use instead.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final
 
 from mypy.nodes import Expression, NameExpr
 from mypy.plugin import FunctionContext
@@ -26,6 +25,7 @@ from mypy.types import Type
 
 from spmd_mypy.collectives import apply_call, by_name, unknown_on
 from spmd_mypy.encoding import Encoder
+from spmd_mypy.fullnames import FALSE, NONE, TRUE
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_types.typesystem import (
@@ -39,10 +39,6 @@ from spmd_types.typesystem import (
 )
 
 __all__ = ["Handler", "call_handler", "check_in_place_call", "check_library_call", "group_of_role"]
-
-_FALSE: Final = "builtins.False"
-_TRUE: Final = "builtins.True"
-_NONE: Final = "builtins.None"
 
 
 Handler = Callable[[Session, FunctionContext], Type]
@@ -104,13 +100,13 @@ def group_of_role(session: Session, ctx: FunctionContext, role: str) -> Type:
 
 def _group_axis(session: Session, arg: tuple[Expression, Type] | None, equivalent: Equivalent) -> str | None:
     """The mesh axis of the group the call uses; ``None`` when it cannot be told."""
-    if arg is None or (isinstance(arg[0], NameExpr) and arg[0].fullname == _NONE):
+    if arg is None or (isinstance(arg[0], NameExpr) and arg[0].fullname == NONE):
         role = equivalent.default_role
         return session.options.library_axis(role) if role is not None else None
     return Encoder.read_axis(arg[1])
 
 
 def _bool_literal(expr: Expression) -> bool | None:
-    if isinstance(expr, NameExpr) and expr.fullname in (_TRUE, _FALSE):
-        return expr.fullname == _TRUE
+    if isinstance(expr, NameExpr) and expr.fullname in (TRUE, FALSE):
+        return expr.fullname == TRUE
     return None

@@ -28,13 +28,14 @@ from mypy.nodes import TypeInfo
 from mypy.plugin import AttributeContext, FunctionContext, MethodContext
 from mypy.types import Instance, TupleType, Type, UnionType, get_proper_type
 
-from spmd_mypy.encoding import PARAMETER_CLASS, TENSOR_CLASS, Encoder
+from spmd_mypy.encoding import Encoder
+from spmd_mypy.fullnames import PARAMETER, TENSOR
 from spmd_mypy.session import Session
 from spmd_types.typesystem import SpmdType
 
 __all__ = ["returns_plain_tensor", "unknown_attribute", "unknown_result"]
 
-_PLAIN: Final = frozenset({TENSOR_CLASS, PARAMETER_CLASS})
+_PLAIN: Final = frozenset({TENSOR, PARAMETER})
 _NOTHING_KNOWN: Final = SpmdType()
 
 

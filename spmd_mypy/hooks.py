@@ -27,10 +27,23 @@ from mypy.plugin import (
 from mypy.types import CallableType, FunctionLike, Instance, Type, TypeType, TypeVarType, get_proper_type
 
 from spmd_mypy import boundaries, collectives, ecosystem, gradients, gradual, ops
-from spmd_mypy.annotations import ANNOTATED_NAMES, SPMD_ALIAS, analyze
+from spmd_mypy.annotations import analyze
 from spmd_mypy.compat import bind_method
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import Encoder, is_tensor
+from spmd_mypy.fullnames import (
+    ANNOTATED,
+    ASSERT_TYPE,
+    AUTOGRAD_FUNCTION,
+    BUILTIN_SUM,
+    MODULE,
+    SPMD_ALIAS,
+    STR,
+    TENSOR_RECEIVERS,
+    TORCH_DISTRIBUTED,
+    method_of,
+    public_function_name,
+)
 from spmd_mypy.report import Reporter
 from spmd_mypy.session import Session
 
@@ -60,14 +73,14 @@ class Hooks:
     # -- annotations -----------------------------------------------------------------
 
     def type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
-        if fullname in ANNOTATED_NAMES or fullname == SPMD_ALIAS:
+        if fullname in ANNOTATED or fullname == SPMD_ALIAS:
             alias_form = fullname == SPMD_ALIAS
             return self._guard(lambda ctx: self._annotation(ctx, alias_form),
                                lambda ctx: ctx.api.analyze_type(ctx.type.args[0]) if ctx.type.args else ctx.type)
         return None
 
     def _annotation(self, ctx: AnalyzeTypeContext, alias_form: bool) -> Type:
-        encoder = Encoder(self._session.modules, ctx.api.named_type("builtins.str", []))
+        encoder = Encoder(self._session.modules, ctx.api.named_type(STR, []))
         return analyze(ctx, encoder, self._options, alias_form, self._session.stubs_warned)
 
     # -- calls -----------------------------------------------------------------------
@@ -80,13 +93,13 @@ class Hooks:
         library = ecosystem.call_handler(fullname)
         if library is not None:
             return self._guard(lambda ctx: library(session, ctx), _default_return)
-        if fullname == "builtins.sum":
+        if fullname == BUILTIN_SUM:
             return self._guard(lambda ctx: ops.check_builtin_sum(session, ctx), _default_return)
         if fullname in gradients.AUTOGRAD_FUNCTIONS:
             return self._guard(lambda ctx: gradients.check_autograd_call(session, ctx, fullname), _default_return)
-        if fullname == collectives.ASSERT_TYPE:
+        if fullname == ASSERT_TYPE:
             return self._guard(lambda ctx: collectives.check_assert_type(session, ctx), _default_return)
-        public = ops.public_function_name(fullname)
+        public = public_function_name(fullname)
         if public is not None:
             return self._guard(lambda ctx: ops.check_function(session, ctx, public), _default_return)
         answer = self._declared(fullname)
@@ -98,7 +111,8 @@ class Hooks:
         return None
 
     def function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
-        if ops.public_function_name(fullname) is not None or fullname.startswith(ops.DISTRIBUTED):
+        # torch.distributed's functions take tensor lists too (``dist.gather(x, bufs)``).
+        if public_function_name(fullname) is not None or fullname.startswith(TORCH_DISTRIBUTED):
             session = self._session
             return self._guard(lambda ctx: ops.widen_tensor_lists(session, ctx), lambda ctx: ctx.default_signature)
         if self._declared_signature(fullname) is None:
@@ -106,16 +120,11 @@ class Hooks:
         return self._guard(self._relax, lambda ctx: ctx.default_signature)
 
     def method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
-        owner, _, method = fullname.rpartition(".")
+        owner, method = method_of(fullname)
         session = self._session
-        if not owner and " of " in fullname:
-            # mypy names a reflected operator tried first ("r + h" with h a tensor subclass,
-            # or a union of them) by its message name: "__radd__ of TensorBase".
-            method, _, cls = fullname.partition(" of ")
-            owner = _RECEIVERS_BY_NAME.get(cls, "")
-        if owner in ops.TENSOR_RECEIVERS and method == "backward":
+        if owner in TENSOR_RECEIVERS and method == "backward":
             return self._guard(lambda ctx: gradients.check_backward_method(session, ctx), _default_return)
-        if owner in ops.TENSOR_RECEIVERS:
+        if owner in TENSOR_RECEIVERS:
             return self._guard(lambda ctx: ops.check_method(session, ctx, method), _default_return)
         module_op = ops.torch_module_op(owner) if method == "__call__" else None
         if module_op is not None:
@@ -130,7 +139,7 @@ class Hooks:
 
     def method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
         owner, _, method = fullname.rpartition(".")
-        if owner in ops.TENSOR_RECEIVERS or self._method_signature(owner, method) is None:
+        if owner in TENSOR_RECEIVERS or self._method_signature(owner, method) is None:
             return None
         return self._guard(lambda ctx: self._relax_method(ctx, method), lambda ctx: ctx.default_signature)
 
@@ -193,8 +202,8 @@ class Hooks:
         info = symbol.node if symbol is not None else None
         if not isinstance(info, TypeInfo):
             return _UNKNOWN
-        if (method == "__call__" and info.has_base(boundaries.MODULE)) or (
-            method == "apply" and info.has_base(boundaries.AUTOGRAD_FUNCTION)
+        if (method == "__call__" and info.has_base(MODULE)) or (
+            method == "apply" and info.has_base(AUTOGRAD_FUNCTION)
         ):
             # A forward generic in its tensors (``def forward(self, x: T) -> T``) is typed too: mypy
             # binds T at each call, so a norm or dropout module keeps its input's SPMD type.
@@ -257,9 +266,6 @@ class Hooks:
 
     def _guard(self, hook: Callable[[C], R], fallback: Callable[[C], R]) -> Callable[[C], R]:
         return self._session.reporter.guard(hook, fallback)
-
-
-_RECEIVERS_BY_NAME: Final = {name.rpartition(".")[2]: name for name in ops.TENSOR_RECEIVERS}
 
 
 @dataclass(frozen=True)

@@ -29,15 +29,8 @@ from mypy.types import AnyType, FunctionLike, Instance, Type, UnionType, get_pro
 
 from spmd_mypy.boundaries import fit_declared, has_spmd, report_divergent
 from spmd_mypy.compat import expression_type
-from spmd_mypy.encoding import (
-    PARAMETER_CLASS,
-    SPMD_PARAMETER,
-    SPMD_TENSOR,
-    TENSOR_CLASS,
-    Divergent,
-    Encoder,
-    plain_tensor,
-)
+from spmd_mypy.encoding import Divergent, Encoder, plain_tensor
+from spmd_mypy.fullnames import LIST, TENSOR, TENSOR_BASE, TYPING_SEQUENCE, public_module_name
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.values import Arguments, contains_tensor, read_arguments, with_result
@@ -64,48 +57,20 @@ from spmd_types.typesystem.ops import (
 
 __all__ = [
     "TENSOR_PROPERTIES",
-    "TENSOR_RECEIVERS",
     "check_builtin_sum",
     "check_function",
     "check_method",
     "check_property",
-    "public_function_name",
     "widen_tensor_lists",
 ]
 
-# Classes whose methods are tensor methods (method hooks are keyed by the receiver's class).
-TENSOR_RECEIVERS: Final = frozenset({TENSOR_CLASS, "torch._C.TensorBase", PARAMETER_CLASS, SPMD_TENSOR,
-                                     SPMD_PARAMETER})
 # Properties are keyed by the class that defines them.
 TENSOR_PROPERTIES: Final = frozenset(
-    f"{cls}.{name}" for cls in ("torch._C.TensorBase", TENSOR_CLASS) for name in ("T", "mT", "H", "mH", "real", "imag")
+    f"{cls}.{name}" for cls in (TENSOR_BASE, TENSOR) for name in ("T", "mT", "H", "mH", "real", "imag")
 )
 
 # Parameter names of operators whose arguments are not all called ``other``.
 _OPERATOR_PARAMS: Final = {"__getitem__": ("indices",), "__setitem__": ("indices", "value")}
-
-# Where mypy finds torch's functions, and the public namespace each belongs to.
-_FUNCTION_NAMESPACES: Final = (
-    ("torch._C._VariableFunctions.", "torch."),
-    ("torch.functional.", "torch."),
-    ("torch._C._nn.", "torch.nn.functional."),
-    ("torch.nn.functional.", "torch.nn.functional."),
-    ("torch.nn.parameter.", "torch.nn."),
-)
-
-
-@functools.lru_cache(maxsize=4096)  # mypy asks at every call site, for few distinct names
-def public_function_name(fullname: str) -> str | None:
-    """``torch.matmul`` for ``torch._C._VariableFunctions.matmul``; ``None`` if not a torch op."""
-    for prefix, public in _FUNCTION_NAMESPACES:
-        if fullname.startswith(prefix):
-            return public + fullname[len(prefix):]
-    return None
-
-
-DISTRIBUTED: Final = "torch.distributed."
-"""torch.distributed's functions, whose tensor lists are widened too (``dist.gather(x, bufs)``)."""
-
 
 def widen_tensor_lists(session: Session, ctx: FunctionSigContext) -> FunctionLike:
     """A torch function's signature with its ``list[Tensor]`` parameters taking ``Sequence[Tensor]``.
@@ -133,9 +98,9 @@ def _widen(ctx: FunctionSigContext, typ: Type) -> Type:
         if all(new is old for new, old in zip(items, proper.items)):
             return typ
         return UnionType.make_union(items, proper.line, proper.column)
-    if (isinstance(proper, Instance) and proper.type.fullname == "builtins.list" and proper.args
+    if (isinstance(proper, Instance) and proper.type.fullname == LIST and proper.args
             and contains_tensor(proper.args[0])):
-        return ctx.api.named_generic_type("typing.Sequence", list(proper.args))
+        return ctx.api.named_generic_type(TYPING_SEQUENCE, list(proper.args))
     return typ
 
 
@@ -208,9 +173,7 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
 
 def torch_module_op(owner: str) -> str | None:
     """The public name (``torch.nn.GELU``) of torch module class ``owner``, if calling one is an op."""
-    if not owner.startswith("torch.nn.modules."):
-        return None
-    public = f"torch.nn.{owner.rpartition('.')[2]}"
+    public = public_module_name(owner)
     return public if public in MODULE_OPS else None
 
 

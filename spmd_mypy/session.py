@@ -21,6 +21,7 @@ from spmd_mypy.compat import (
 )
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import Encoder
+from spmd_mypy.fullnames import SPMD_PACKAGE, STR
 from spmd_mypy.report import Reporter
 
 __all__ = ["Session"]
@@ -46,7 +47,7 @@ class Session:
 
     def encoder(self, api: CheckerPluginInterface) -> Encoder:
         rebindable = not api.options.allow_redefinition
-        return Encoder(self.modules, api.named_generic_type("builtins.str", []), rebindable)
+        return Encoder(self.modules, api.named_generic_type(STR, []), rebindable)
 
     # What is known about each checked file, while mypy keeps the same parse of it.
     _files: dict[str, _FileFacts] = field(default_factory=dict)
@@ -136,8 +137,8 @@ class _FileFacts:
 
 def _imports_spmd_types(file: MypyFile) -> bool:
     for node in file.imports:
-        if isinstance(node, Import) and any(name.split(".")[0] == "spmd_types" for name, _ in node.ids):
+        if isinstance(node, Import) and any(name.split(".")[0] == SPMD_PACKAGE for name, _ in node.ids):
             return True
-        if isinstance(node, (ImportFrom, ImportAll)) and node.id.split(".")[0] == "spmd_types":
+        if isinstance(node, (ImportFrom, ImportAll)) and node.id.split(".")[0] == SPMD_PACKAGE:
             return True
     return False

@@ -21,7 +21,7 @@ from mypy.plugin import FunctionContext
 
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Encoder
-from spmd_mypy.ops import public_function_name
+from spmd_mypy.fullnames import public_function_name
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_types.typesystem import SpmdType, lookup, summed_replicated_term, sums_over_axis

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.join import apply_op as apply_op
     from spmd_types.typesystem.join import check_fits as check_fits
     from spmd_types.typesystem.join import fits as fits
+    from spmd_types.typesystem.local_types import LOCAL_TYPES as LOCAL_TYPES
     from spmd_types.typesystem.local_types import WEAK as WEAK
     from spmd_types.typesystem.local_types import ZERO as ZERO
     from spmd_types.typesystem.local_types import AxisType as AxisType
@@ -81,8 +82,8 @@ if TYPE_CHECKING:
 # equal to the imports above, which are what type checkers read.
 _DEFINED_IN: dict[str, str] = {
     **dict.fromkeys(
-        ("WEAK", "ZERO", "AxisType", "Constant", "I", "LocalType", "P", "R", "S", "Shard", "V", "gradient_type",
-         "parse_axis_type"),
+        ("LOCAL_TYPES", "WEAK", "ZERO", "AxisType", "Constant", "I", "LocalType", "P", "R", "S", "Shard", "V",
+         "gradient_type", "parse_axis_type"),
         "local_types",
     ),
     **dict.fromkeys(("UNKNOWN", "SpmdType", "parse"), "spmd_type"),

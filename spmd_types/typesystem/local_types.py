@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.annotations import AxisTypes
 
 __all__ = [
+    "LOCAL_TYPES",
     "WEAK",
     "ZERO",
     "AxisType",
@@ -162,7 +163,8 @@ ZERO: Final = Constant("zero")
 AxisType: TypeAlias = LocalType | Shard | Constant
 """What a tensor is on one mesh axis."""
 
-_LOCAL_TYPES: Final = {t.code: t for t in (R, I, V, P)}
+LOCAL_TYPES: Final[dict[str, LocalType]] = {t.code: t for t in (R, I, V, P)}
+"""The four local types by their codes."""
 _SHARD_CODE: Final = re.compile(r"S\((-?\d+)\)")
 
 
@@ -187,7 +189,7 @@ def gradient_type(t: LocalType | Shard) -> LocalType | Shard:
 
 def parse_axis_type(code: str) -> AxisType:
     """Inverse of ``AxisType.code``: ``"R"``, ``"S(-1)"``, ``"weak"``, ``"zero"``."""
-    found = _LOCAL_TYPES.get(code)
+    found = LOCAL_TYPES.get(code)
     if found is not None:
         return found
     if code == WEAK.code:
