@@ -34,8 +34,18 @@ from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.error_codes import ANNOTATION, CODES
 from spmd_mypy.fullnames import AXIS_MARKERS, LOCAL_TYPE_MARKERS, PARAMETER, PROCESS_GROUP, SHARD_MARKERS, TENSOR
-from spmd_types.typesystem import LOCAL_TYPES, AnnotationError, Code, SpmdType, spmd_type_from_metadata
-from spmd_types.typesystem.annotations import Axis, AxisTypes, axis_types_marker, markers_from_text, shard_marker
+from spmd_types.typesystem import (
+    LOCAL_TYPES,
+    AnnotationError,
+    Axis,
+    AxisTypes,
+    Code,
+    SpmdType,
+    axis_types_marker,
+    markers_from_text,
+    shard_marker,
+    spmd_type_from_metadata,
+)
 
 __all__ = ["StubsWarned", "analyze"]
 

@@ -39,9 +39,16 @@ from spmd_mypy.encoding import Divergent, Encoder
 from spmd_mypy.fullnames import AXIS_GROUP, SPMD_TENSORS, SPMD_TYPED, TENSOR
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
-from spmd_types.typesystem import Code, SpmdType, Violation, check_fits
-from spmd_types.typesystem.collectives import Endpoint, retargeted
-from spmd_types.typesystem.violations import RETURN_VALUE, argument_site
+from spmd_types.typesystem import (
+    RETURN_VALUE,
+    Code,
+    Endpoint,
+    SpmdType,
+    Violation,
+    argument_site,
+    check_fits,
+    retargeted,
+)
 
 __all__ = [
     "Producer",

@@ -40,16 +40,17 @@ from spmd_types.typesystem import (
     UNKNOWN,
     AnnotationError,
     Code,
+    Endpoint,
     Shard,
     SpmdType,
     Violation,
+    axis_types_marker,
     check_call_on_axes,
     check_fits,
     flattened_axes,
+    shard_marker,
     spmd_type_from_metadata,
 )
-from spmd_types.typesystem.annotations import axis_types_marker, shard_marker
-from spmd_types.typesystem.collectives import Endpoint
 
 __all__ = [
     "COLLECTIVES", "apply_call", "by_name", "check_assert_type", "check_collective", "typed_result", "unknown_on",

@@ -43,9 +43,7 @@ from mypy.types import (
 
 from spmd_mypy.compat import lookup_type_info, read_side_channel, with_side_channel
 from spmd_mypy.fullnames import AXIS_GROUP, PARAMETER, SPMD_PACKAGE, SPMD_PARAMETER, SPMD_TENSOR, SPMD_TENSORS, TENSOR
-from spmd_types.typesystem import SpmdType, parse
-from spmd_types.typesystem.join import merge_paths
-from spmd_types.typesystem.local_types import Constant, local_type
+from spmd_types.typesystem import Constant, SpmdType, local_type, merge_paths, parse
 
 __all__ = [
     "Divergent",

@@ -19,8 +19,7 @@ from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
-from spmd_types.typesystem import SpmdType, check_backward
-from spmd_types.typesystem.loss import AUTOGRAD_FUNCTIONS
+from spmd_types.typesystem import AUTOGRAD_FUNCTIONS, SpmdType, check_backward
 
 __all__ = ["AUTOGRAD_FUNCTIONS", "check_autograd_call", "check_backward_method"]
 

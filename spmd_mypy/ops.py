@@ -35,6 +35,11 @@ from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.values import Arguments, contains_tensor, read_arguments, with_result
 from spmd_types.typesystem import (
+    BUILTIN_SUM,
+    MODULE_OPS,
+    MODULE_PARAMETERS,
+    OPERATOR_SYMBOLS,
+    OPS,
     UNKNOWN,
     Code,
     Operand,
@@ -44,15 +49,8 @@ from spmd_types.typesystem import (
     SpmdType,
     apply_op,
     check_fits,
-    lookup,
-)
-from spmd_types.typesystem.ops import (
-    BUILTIN_SUM,
-    MODULE_OPS,
-    MODULE_PARAMETERS,
-    OPERATOR_SYMBOLS,
-    OPS,
     display_name,
+    lookup,
 )
 
 __all__ = [

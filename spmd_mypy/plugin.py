@@ -53,7 +53,7 @@ def _check_library_roles(options: config.PluginOptions, config_file: str | None)
     """``library_axes`` names only groups that libraries pick (loads the core only when it is set)."""
     if not options.library_axes:
         return
-    from spmd_types.typesystem.ecosystem import ROLES
+    from spmd_types.typesystem import ROLES
 
     unknown = sorted(role for role, _ in options.library_axes if role not in ROLES)
     if unknown:

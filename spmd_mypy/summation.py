@@ -24,10 +24,18 @@ from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import public_function_name
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
-from spmd_types.typesystem import SpmdType, lookup, summed_replicated_term, sums_over_axis
-from spmd_types.typesystem.collectives import Endpoint
-from spmd_types.typesystem.local_types import AxisType, V, is_varying
-from spmd_types.typesystem.summation import BIASED_PRODUCTS, SUM_OPS
+from spmd_types.typesystem import (
+    BIASED_PRODUCTS,
+    SUM_OPS,
+    AxisType,
+    Endpoint,
+    SpmdType,
+    V,
+    is_varying,
+    lookup,
+    summed_replicated_term,
+    sums_over_axis,
+)
 
 __all__ = ["check_summed_input"]
 

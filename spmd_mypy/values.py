@@ -43,8 +43,7 @@ from spmd_mypy.compat import expression_type, final_str_value
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import AXIS_INDEX, NUMBERS, SEQUENCES
 from spmd_mypy.report import spell
-from spmd_types.typesystem import UNKNOWN, WEAK, ZERO, Operand, OpRule, SpmdType, V
-from spmd_types.typesystem.ops import canonical_param
+from spmd_types.typesystem import UNKNOWN, WEAK, ZERO, Operand, OpRule, SpmdType, V, canonical_param
 
 __all__ = ["Arguments", "contains_tensor", "read_arguments", "with_result"]
 

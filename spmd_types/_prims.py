@@ -52,9 +52,23 @@ from spmd_types._checks import check_ranks_agree
 from spmd_types._comm import pad_dim
 from spmd_types._errors import CollectiveArgumentError, ShapeError
 from spmd_types._mesh import Group, per_rank, per_rank_int, rank_values, simulated
-from spmd_types.typesystem.collectives import CALLS, Endpoint, Transition, check_call, primitive_transitions, route
-from spmd_types.typesystem.collectives import backward as backward_transition
-from spmd_types.typesystem.local_types import I, LocalType, P, R, Shard, V
+from spmd_types.typesystem import (
+    CALLS,
+    Endpoint,
+    I,
+    LocalType,
+    P,
+    R,
+    Shard,
+    Transition,
+    V,
+    check_call,
+    primitive_transitions,
+    route,
+)
+from spmd_types.typesystem import (
+    backward as backward_transition,
+)
 
 __all__ = [
     "PRIMS", "Precision", "Prim", "check_dim", "check_tensor", "need_sizes", "permutation", "plan", "run",

@@ -49,6 +49,7 @@ __all__ = [
     "fixes_between",
     "flattened_axes",
     "primitive_transitions",
+    "retargeted",
     "route",
     "type_arg",
 ]
@@ -397,7 +398,7 @@ def check_call(
         reason = (f"{call} with op={op!r} of a pending sum (P): the ranks hold summands, and their {op} is not "
                   f"the value they add up to; use op=\"sum\"")
         return CallOutcome(output, steps, (Violation(Code.PARTIAL, axis, reason, ("P",), (0,)),))
-    if have is None or src_accepts(src, have):
+    if have is None or _src_accepts(src, have):
         return CallOutcome(output, steps)
     return CallOutcome(output, steps, (_src_mismatch(call, axis, have, src, dst),))
 
@@ -471,7 +472,7 @@ def _rejected_fixes(call: str, src: Endpoint, dst: Endpoint, axis: str) -> tuple
     return tuple(f for f in (fix(call, src, want, axis) for want in (R, I, V, P)) if f is not None)
 
 
-def src_accepts(src: Endpoint, have: AxisType) -> bool:
+def _src_accepts(src: Endpoint, have: AxisType) -> bool:
     """Whether an input of type ``have`` on the axis matches the declared ``src``.
 
     ``V`` and ``S(i)`` match each other (a shard is a varying tensor); ``S(i)``

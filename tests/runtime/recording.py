@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from spmd_types.typesystem.collectives import backward, route
+from spmd_types.typesystem import backward, route
 
 # What each effect of the rule core's transitions is, as a torch.distributed call.
 _CALL_OF_EFFECT = {
