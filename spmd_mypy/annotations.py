@@ -21,7 +21,6 @@ from mypy.plugin import AnalyzeTypeContext
 from mypy.types import (
     AnyType,
     Instance,
-    ProperType,
     RawExpressionType,
     Type,
     TypeOfAny,
@@ -31,7 +30,7 @@ from mypy.types import (
 
 from spmd_mypy.compat import analyze_base, analyzed_file, analyzed_module, lookup_type_name
 from spmd_mypy.config import PluginOptions
-from spmd_mypy.encoding import Encoder
+from spmd_mypy.encoding import Encoder, is_tensor
 from spmd_mypy.error_codes import ANNOTATION, CODES
 from spmd_mypy.fullnames import AXIS_MARKERS, LOCAL_TYPE_MARKERS, PARAMETER, PROCESS_GROUP, SHARD_MARKERS, TENSOR
 from spmd_types.typesystem import (
@@ -177,7 +176,7 @@ def _tensor(
 ) -> Type | None:
     """The SPMD-typed tensor; ``base`` after a reported mistake; ``None`` if it cannot be written."""
     proper = get_proper_type(base)
-    if not _is_instance_of(proper, TENSOR):
+    if not is_tensor(proper):
         _fail(ctx, f"SPMD types apply to tensors, not to {base}", Code.ANNOTATION)
         return base
     assert isinstance(proper, Instance)
@@ -191,7 +190,7 @@ def _tensor(
 
 def _axis_group(ctx: AnalyzeTypeContext, base: Type, axis: str, encoder: Encoder) -> Type | None:
     proper = get_proper_type(base)
-    if not _is_instance_of(proper, PROCESS_GROUP):
+    if not (isinstance(proper, Instance) and proper.type.has_base(PROCESS_GROUP)):
         _fail(ctx, f"Axis[...] applies to a ProcessGroup, not to {base}", Code.ANNOTATION)
         return base
     return encoder.axis_group(axis)
@@ -233,10 +232,6 @@ def _check_axes(ctx: AnalyzeTypeContext, named: tuple[str, ...], options: Plugin
         if missing:
             _fail(ctx, f"strict_axes: the annotation does not say the type on {', '.join(map(repr, missing))}",
                   Code.AXIS)
-
-
-def _is_instance_of(typ: ProperType, fullname: str) -> bool:
-    return isinstance(typ, Instance) and typ.type.has_base(fullname)
 
 
 def _fail(ctx: AnalyzeTypeContext, message: str, code: Code) -> None:

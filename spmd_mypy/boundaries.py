@@ -35,8 +35,8 @@ from mypy.types import (
 )
 
 from spmd_mypy.compat import declared_return_type, is_declaration
-from spmd_mypy.encoding import Divergent, Encoder
-from spmd_mypy.fullnames import AXIS_GROUP, SPMD_TENSORS, SPMD_TYPED, TENSOR
+from spmd_mypy.encoding import Divergent, Encoder, is_tensor
+from spmd_mypy.fullnames import AXIS_GROUP, SPMD_TENSORS, SPMD_TYPED
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_types.typesystem import (
@@ -240,7 +240,7 @@ def fit_declared(
         return result
     if value is None:
         # A tensor without an SPMD type is accepted wherever one is declared, like Any.
-        return expected if _is_plain_tensor(result) else result
+        return expected if is_tensor(result) else result
     if not isinstance(value, SpmdType):
         return result
     violations = check_fits(value, declared)
@@ -288,11 +288,6 @@ def _any_argument(typ: Type) -> bool:
     proper = get_proper_type(typ)
     return (isinstance(proper, Instance) and proper.type.fullname in SPMD_TENSORS and len(proper.args) == 1
             and isinstance(get_proper_type(proper.args[0]), AnyType))
-
-
-def _is_plain_tensor(typ: Type) -> bool:
-    proper = get_proper_type(typ)
-    return isinstance(proper, Instance) and proper.type.has_base(TENSOR)
 
 
 def _is_declaration(typ: Type) -> bool:

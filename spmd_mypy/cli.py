@@ -59,7 +59,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Finding", "Settings", "SetupError", "choose_settings", "find_stubs", "main", "parse_output"]
 
-PLUGIN = "spmd_mypy.plugin"
 CHECKOUT_STUBS = Path(__file__).resolve().parents[1] / "stubs"
 NO_MYPY = (
     "mypy is not installed in this Python environment ({python}); "
@@ -139,14 +138,16 @@ def choose_settings(paths: Sequence[str], config_file: str | None, scratch: Path
     found = _options([*(["--config-file", config_file] if config_file else []), *paths])
     options = found[1] if found else Options()
     user_config = options.config_file
-    if user_config and PLUGIN in options.plugins:
+    if user_config and config.PLUGIN in options.plugins:
         return Settings(user_config, f"your {user_config}", find_stubs(options))
     if config_file:
-        raise SetupError(f"{config_file} does not load the plugin; add `plugins = {PLUGIN}` to its [mypy] section")
+        raise SetupError(
+            f"{config_file} does not load the plugin; add `plugins = {config.PLUGIN}` to its [mypy] section"
+        )
     chosen, origin = str(scratch / "mypy.ini"), "the recommended settings (spmd-check --print-config)"
     Path(chosen).write_text(recommended.render("ini", skip_torch_internals=True))
     if user_config:
-        origin += f" ({user_config} does not load {PLUGIN})"
+        origin += f" ({user_config} does not load {config.PLUGIN})"
     found = _options(["--config-file", chosen, *paths])
     return Settings(chosen, origin, find_stubs(found[1] if found else Options()))
 

@@ -30,8 +30,8 @@ from mypy.types import AnyType, Instance, LiteralType, TupleType, Type, TypeOfAn
 from spmd_mypy import summation
 from spmd_mypy.boundaries import Producer, fit_declared, report_divergent
 from spmd_mypy.compat import final_str_value
-from spmd_mypy.encoding import Divergent, Encoder
-from spmd_mypy.fullnames import DEVICE_MESH, LOCAL_TYPE_MARKERS, SHARD_MARKERS, STR, TENSOR, spmd_function
+from spmd_mypy.encoding import Divergent, Encoder, is_tensor
+from spmd_mypy.fullnames import DEVICE_MESH, LOCAL_TYPE_MARKERS, SHARD_MARKERS, STR, spmd_function
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_types.typesystem import (
@@ -167,8 +167,9 @@ def typed_result(
     if result is None:
         return ctx.default_return_type
     base = get_proper_type(ctx.default_return_type)
-    if not (isinstance(base, Instance) and base.type.has_base(TENSOR)):
+    if not is_tensor(base):
         return ctx.default_return_type
+    assert isinstance(base, Instance)
     typed = session.encoder(ctx.api).tensor(result, base, inferred=True) or ctx.default_return_type
     return fit_declared(session, ctx.api, typed, ctx.context, producer=producer)
 

@@ -34,7 +34,6 @@ from mypy.types import (
     AnyType,
     Instance,
     LiteralType,
-    ProperType,
     Type,
     TypeOfAny,
     UnionType,
@@ -53,9 +52,10 @@ __all__ = [
 ]
 
 
-def is_tensor(typ: ProperType) -> bool:
-    """Whether ``typ`` is an instance of ``torch.Tensor`` or a subclass."""
-    return isinstance(typ, Instance) and typ.type.has_base(TENSOR)
+def is_tensor(typ: Type) -> bool:
+    """Whether ``typ`` is an instance of ``torch.Tensor`` or a subclass (an SPMD-typed tensor, a parameter)."""
+    proper = get_proper_type(typ)
+    return isinstance(proper, Instance) and proper.type.has_base(TENSOR)
 
 
 def plain_tensor(typ: Type) -> Instance | None:

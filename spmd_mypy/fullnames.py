@@ -42,6 +42,7 @@ __all__ = [
     "STR",
     "TENSOR",
     "TENSOR_BASE",
+    "TENSOR_PROPERTY_OWNERS",
     "TENSOR_RECEIVERS",
     "TORCH_DISTRIBUTED",
     "TRUE",
@@ -109,6 +110,9 @@ NO_GRAD: Final = frozenset({"torch.autograd.grad_mode.no_grad", "torch.autograd.
 
 TENSOR_RECEIVERS: Final = frozenset({TENSOR, TENSOR_BASE, PARAMETER, SPMD_TENSOR, SPMD_PARAMETER})
 """Classes whose methods are tensor methods (mypy keys a method hook by the receiver's class)."""
+
+TENSOR_PROPERTY_OWNERS: Final = frozenset({TENSOR_BASE, TENSOR})
+"""The classes that define the tensor properties (mypy keys an attribute hook by the defining class)."""
 
 TORCH_DISTRIBUTED: Final = "torch.distributed."
 """The prefix of torch.distributed's functions."""

@@ -39,6 +39,7 @@ from spmd_mypy.fullnames import (
     MODULE,
     SPMD_ALIAS,
     STR,
+    TENSOR_PROPERTY_OWNERS,
     TENSOR_RECEIVERS,
     TORCH_DISTRIBUTED,
     method_of,
@@ -46,6 +47,7 @@ from spmd_mypy.fullnames import (
 )
 from spmd_mypy.report import Reporter
 from spmd_mypy.session import Session
+from spmd_types.typesystem import TENSOR_PROPERTIES
 
 __all__ = ["Hooks"]
 
@@ -146,7 +148,7 @@ class Hooks:
     def attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
         owner, _, attribute = fullname.rpartition(".")
         session = self._session
-        if fullname in ops.TENSOR_PROPERTIES:
+        if owner in TENSOR_PROPERTY_OWNERS and attribute in TENSOR_PROPERTIES:
             return self._guard(lambda ctx: ops.check_property(session, ctx, attribute),
                                lambda ctx: ctx.default_attr_type)
         if owner and self._attribute(owner, attribute).plain_result:
@@ -322,7 +324,7 @@ def _has_spmd_signature(signature: CallableType) -> bool:
 def _generic_in_tensors(signature: CallableType) -> bool:
     """Whether ``signature`` has a type variable bound to ``torch.Tensor`` among its parameters."""
     return any(
-        isinstance(variable, TypeVarType) and is_tensor(get_proper_type(variable.upper_bound))
+        isinstance(variable, TypeVarType) and is_tensor(variable.upper_bound)
         for variable in signature.variables
     )
 

@@ -30,7 +30,7 @@ from mypy.types import AnyType, FunctionLike, Instance, Type, UnionType, get_pro
 from spmd_mypy.boundaries import fit_declared, has_spmd, report_divergent
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Divergent, Encoder, plain_tensor
-from spmd_mypy.fullnames import LIST, TENSOR, TENSOR_BASE, TYPING_SEQUENCE, public_module_name
+from spmd_mypy.fullnames import LIST, TYPING_SEQUENCE, public_module_name
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.values import Arguments, contains_tensor, read_arguments, with_result
@@ -51,10 +51,10 @@ from spmd_types.typesystem import (
     check_fits,
     display_name,
     lookup,
+    method_name,
 )
 
 __all__ = [
-    "TENSOR_PROPERTIES",
     "check_builtin_sum",
     "check_function",
     "check_method",
@@ -62,10 +62,6 @@ __all__ = [
     "widen_tensor_lists",
 ]
 
-# Properties are keyed by the class that defines them.
-TENSOR_PROPERTIES: Final = frozenset(
-    f"{cls}.{name}" for cls in (TENSOR_BASE, TENSOR) for name in ("T", "mT", "H", "mH", "real", "imag")
-)
 
 # Parameter names of operators whose arguments are not all called ``other``.
 _OPERATOR_PARAMS: Final = {"__getitem__": ("indices",), "__setitem__": ("indices", "value")}
@@ -144,7 +140,7 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
     """The type of a call of tensor method ``method`` (operators included)."""
     if not (_involves_spmd(session, ctx) or has_spmd(ctx.type) or _is_union(ctx.type)):
         return ctx.default_return_type
-    name = f"torch.Tensor.{method}"
+    name = method_name(method)
     rule = lookup(name)
     receiver = _receiver(ctx.context, method)
     operator = method in OPERATOR_SYMBOLS
@@ -204,7 +200,7 @@ def check_property(session: Session, ctx: AttributeContext, attribute: str) -> T
     spmd = Encoder.read(ctx.type)
     if not isinstance(spmd, SpmdType):
         return ctx.default_attr_type
-    outcome = apply_op(lookup(f"torch.Tensor.{attribute}"), [Operand("input", spmd)])
+    outcome = apply_op(lookup(method_name(attribute)), [Operand("input", spmd)])
     return with_result(session.encoder(ctx.api), ctx.default_attr_type, outcome.result)
 
 

@@ -33,6 +33,7 @@ from spmd_types.typesystem import (
     V,
     is_varying,
     lookup,
+    method_name,
     summed_replicated_term,
     sums_over_axis,
 )
@@ -118,7 +119,7 @@ def _called_op(call: CallExpr) -> _Op | None:
     keywords = {name: arg for arg, name in zip(call.args, call.arg_names) if name is not None}
     callee = call.callee
     if isinstance(callee, MemberExpr) and not callee.fullname:
-        return _Op(f"torch.Tensor.{callee.name}", spell(callee), [callee.expr, *positional], keywords)
+        return _Op(method_name(callee.name), spell(callee), [callee.expr, *positional], keywords)
     public = public_function_name(callee.fullname) if isinstance(callee, RefExpr) else None
     return _Op(public, spell(callee), positional, keywords) if public is not None else None
 

@@ -46,12 +46,16 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.collectives import Endpoint as Endpoint
     from spmd_types.typesystem.collectives import Transition as Transition
     from spmd_types.typesystem.collectives import backward as backward
+    from spmd_types.typesystem.collectives import backward_route as backward_route
     from spmd_types.typesystem.collectives import check_call as check_call
     from spmd_types.typesystem.collectives import check_call_on_axes as check_call_on_axes
     from spmd_types.typesystem.collectives import cost as cost
+    from spmd_types.typesystem.collectives import effects as effects
+    from spmd_types.typesystem.collectives import endpoint_kind as endpoint_kind
     from spmd_types.typesystem.collectives import fix as fix
     from spmd_types.typesystem.collectives import fixes_between as fixes_between
     from spmd_types.typesystem.collectives import flattened_axes as flattened_axes
+    from spmd_types.typesystem.collectives import kind_label as kind_label
     from spmd_types.typesystem.collectives import primitive_transitions as primitive_transitions
     from spmd_types.typesystem.collectives import retargeted as retargeted
     from spmd_types.typesystem.collectives import route as route
@@ -102,11 +106,13 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.ops import NONLINEAR as NONLINEAR
     from spmd_types.typesystem.ops import OPERATOR_SYMBOLS as OPERATOR_SYMBOLS
     from spmd_types.typesystem.ops import OPS as OPS
+    from spmd_types.typesystem.ops import TENSOR_PROPERTIES as TENSOR_PROPERTIES
     from spmd_types.typesystem.ops import OpRule as OpRule
     from spmd_types.typesystem.ops import Result as Result
     from spmd_types.typesystem.ops import canonical_param as canonical_param
     from spmd_types.typesystem.ops import display_name as display_name
     from spmd_types.typesystem.ops import lookup as lookup
+    from spmd_types.typesystem.ops import method_name as method_name
     from spmd_types.typesystem.partition_spec import PartitionSpec as PartitionSpec
     from spmd_types.typesystem.spmd_type import UNKNOWN as UNKNOWN
     from spmd_types.typesystem.spmd_type import SpmdType as SpmdType
@@ -140,14 +146,14 @@ _DEFINED_IN: dict[str, str] = {
     **dict.fromkeys(("Fix", "RETURN_VALUE", "Violation", "argument_site"), "violations"),
     **dict.fromkeys(
         ("BUILTIN_SUM", "MODULE_OPS", "MODULE_PARAMETERS", "NONLINEAR", "OPERATOR_SYMBOLS", "OPS", "OpRule",
-         "Result", "canonical_param", "display_name", "lookup"),
+         "Result", "TENSOR_PROPERTIES", "canonical_param", "display_name", "lookup", "method_name"),
         "ops",
     ),
     **dict.fromkeys(("OpOutcome", "Operand", "apply_op", "check_fits", "fits", "merge_paths"), "join"),
     **dict.fromkeys(
         ("CALLS", "CallOutcome", "CallSpec", "Endpoint", "NO_GRADIENT_REDUCTIONS", "Transition", "backward",
-         "check_call", "check_call_on_axes", "cost", "fix", "fixes_between", "flattened_axes",
-         "primitive_transitions", "retargeted", "route", "type_arg"),
+         "backward_route", "check_call", "check_call_on_axes", "cost", "effects", "endpoint_kind", "fix",
+         "fixes_between", "flattened_axes", "kind_label", "primitive_transitions", "retargeted", "route", "type_arg"),
         "collectives",
     ),
     **dict.fromkeys(("AUTOGRAD_FUNCTIONS", "check_backward"), "loss"),
