@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mypy.nodes import MypyFile
 from mypy.plugin import AnalyzeTypeContext
 from mypy.types import (
     AnyType,
@@ -32,7 +31,8 @@ from spmd_mypy.compat import analyze_base, analyzed_file, analyzed_module, looku
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import Encoder, is_tensor
 from spmd_mypy.error_codes import ANNOTATION, CODES
-from spmd_mypy.fullnames import AXIS_MARKERS, LOCAL_TYPE_MARKERS, PARAMETER, PROCESS_GROUP, SHARD_MARKERS, TENSOR
+from spmd_mypy.fullnames import AXIS_MARKERS, LOCAL_TYPE_MARKERS, PARAMETER, PROCESS_GROUP, SHARD_MARKERS, STR, TENSOR
+from spmd_mypy.session import Session, StubsWarned
 from spmd_types.typesystem import (
     LOCAL_TYPES,
     AnnotationError,
@@ -46,25 +46,20 @@ from spmd_types.typesystem import (
     spmd_type_from_metadata,
 )
 
-__all__ = ["StubsWarned", "analyze"]
-
-
-StubsWarned = dict[str, tuple[MypyFile | None, int, int]]
-"""Per module: the parsed file and the position of the annotation told that the stubs are missing."""
+__all__ = ["analyze"]
 
 
 class _Bad(Exception):
     """A malformed annotation; the message is for the user."""
 
 
-def analyze(
-    ctx: AnalyzeTypeContext, encoder: Encoder, options: PluginOptions, is_alias_form: bool, warned: StubsWarned
-) -> Type:
+def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> Type:
     """The type an ``Annotated[...]`` or ``Spmd[...]`` annotation stands for.
 
-    ``warned`` records, per module, the annotation told that the stubs are missing (one
-    error per module, not one per annotation).
+    That the stubs are missing is told once per module, not once per
+    annotation (see :func:`_stubs_missing`).
     """
+    encoder = Encoder(session.modules, ctx.api.named_type(STR, []))
     args = ctx.type.args
     if len(args) < 2:
         what = "Spmd[...] needs a tensor type and an SPMD type" if is_alias_form else (
@@ -85,9 +80,9 @@ def analyze(
     if isinstance(axes_or_type, str):
         typed = _axis_group(ctx, base, axes_or_type, encoder)
     else:
-        typed = _tensor(ctx, base, axes_or_type, encoder, options)
+        typed = _tensor(ctx, base, axes_or_type, encoder, session.options)
     if typed is None:
-        _stubs_missing(ctx, encoder, warned)
+        _stubs_missing(ctx, encoder, session.stubs_warned)
     return typed or base
 
 

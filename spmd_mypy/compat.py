@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Final
 
 from mypy.checker import TypeChecker
+from mypy.errorcodes import ErrorCode
 from mypy.nodes import (
     AssignmentStmt,
     Block,
@@ -60,6 +61,7 @@ __all__ = [
     "lookup_type_info",
     "lookup_type_name",
     "name_assignments",
+    "note",
     "past_speculation",
     "read_side_channel",
     "returned_values",
@@ -381,3 +383,9 @@ def past_speculation(api: CheckerPluginInterface) -> Iterator[None]:
         yield
     finally:
         errors._watchers = watchers
+
+
+def note(api: object, message: str, context: Context, code: ErrorCode) -> None:
+    """Report ``message`` as a note at ``context``, through whichever interface ``api`` is (checker or analyzer)."""
+    report = getattr(api, "note", None) or api.msg.note  # type: ignore[attr-defined]
+    report(message, context, code=code)

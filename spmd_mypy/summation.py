@@ -24,6 +24,7 @@ from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import public_function_name
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
     BIASED_PRODUCTS,
     SUM_OPS,
@@ -46,6 +47,7 @@ Summand = tuple[str, AxisType | None]
 def check_summed_input(
     session: Session,
     ctx: FunctionContext,
+    verdict: Verdict,
     call: str,
     x: Expression,
     axis: str,
@@ -54,7 +56,7 @@ def check_summed_input(
     op: str,
     where: str,
 ) -> None:
-    """Report ``call(x, axis, ...)`` when it sums over ``axis`` a replicated summand of ``x``."""
+    """Report into ``verdict`` when ``call(x, axis, ...)`` sums over ``axis`` a replicated summand of ``x``."""
     if not sums_over_axis(call, src, dst, op):
         return
     built = session.value_of(ctx.api, x.name, ctx.context) if isinstance(x, NameExpr) else x
@@ -65,8 +67,7 @@ def check_summed_input(
         return
     violation = summed_replicated_term(call, axis, summands)
     if violation is not None:
-        session.reporter.violations(ctx.api, [violation], ctx.context, where, tuple(n for n, _ in summands),
-                                    spell(x))
+        verdict.report([violation], ctx.context, where, tuple(n for n, _ in summands), spell(x))
 
 
 def _summands(ctx: FunctionContext, expr: Expression, axis: str) -> Iterator[Summand]:
