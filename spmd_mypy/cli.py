@@ -53,6 +53,7 @@ from typing import TYPE_CHECKING, TextIO
 
 import spmd_mypy
 from spmd_mypy import baseline, config, recommended, variants
+from spmd_types.typesystem import Code, Message
 
 if TYPE_CHECKING:
     from mypy.options import Options
@@ -65,6 +66,7 @@ NO_MYPY = (
     'install it with `pip install "mypy>=2.0,<3"` (or install spmd-typecheck with its [mypy] extra)'
 )
 
+_SPMD_CODES = frozenset(code.value for code in Code)
 _LINE = re.compile(
     r"^(?P<path>.+?):(?P<line>\d+)(?::\d+)*: (?P<kind>error|note): (?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$"
 )
@@ -223,14 +225,12 @@ def _shown(path: Path) -> str:
 
 
 def _explain(finding: Finding) -> list[str]:
-    """The message, with the plugin's suggested fix (and each alternative) on a line of its own."""
-    message, _, fix = finding.message.partition("; fix: ")
-    lines = [message]
-    if fix:
-        first, *others = fix.split("), or ")
-        lines.append("fix: " + first + (")" if others else ""))
-        lines += ["  or " + other + (")" if n < len(others) - 1 else "") for n, other in enumerate(others)]
-    return lines + finding.notes
+    """The message, with each fix the plugin suggests (and each alternative) on a line of its own."""
+    if finding.code not in _SPMD_CODES:
+        return [finding.message, *finding.notes]
+    message = Message.parse(finding.message)
+    fixes = [f"{'fix: ' if n == 0 else '  or '}{fix}" for n, fix in enumerate(message.fixes)]
+    return [message.text, *fixes, *finding.notes]
 
 
 def render(

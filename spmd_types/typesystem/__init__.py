@@ -123,6 +123,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.summation import sums_over_axis as sums_over_axis
     from spmd_types.typesystem.violations import RETURN_VALUE as RETURN_VALUE
     from spmd_types.typesystem.violations import Fix as Fix
+    from spmd_types.typesystem.violations import Message as Message
     from spmd_types.typesystem.violations import Violation as Violation
     from spmd_types.typesystem.violations import argument_site as argument_site
 
@@ -143,7 +144,7 @@ _DEFINED_IN: dict[str, str] = {
         "annotations",
     ),
     **dict.fromkeys(("PartitionSpec",), "partition_spec"),
-    **dict.fromkeys(("Fix", "RETURN_VALUE", "Violation", "argument_site"), "violations"),
+    **dict.fromkeys(("Fix", "Message", "RETURN_VALUE", "Violation", "argument_site"), "violations"),
     **dict.fromkeys(
         ("BUILTIN_SUM", "MODULE_OPS", "MODULE_PARAMETERS", "NONLINEAR", "OPERATOR_SYMBOLS", "OPS", "OpRule",
          "Result", "TENSOR_PROPERTIES", "canonical_param", "display_name", "lookup", "method_name"),
