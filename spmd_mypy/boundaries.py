@@ -45,7 +45,16 @@ from spmd_mypy.fullnames import AXIS_GROUP, SPMD_TENSORS, SPMD_TYPED
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.verdict import Verdict
-from spmd_types.typesystem import RETURN_VALUE, Code, SpmdType, Violation, argument_site, check_fits, retargeted
+from spmd_types.typesystem import (
+    RETURN_VALUE,
+    SpmdType,
+    Violation,
+    argument_site,
+    check_fits,
+    check_group,
+    paths_disagree,
+    retargeted,
+)
 
 __all__ = [
     "check_call",
@@ -88,10 +97,7 @@ def signature_of(node: object) -> CallableType | None:
 
 def report_divergent(verdict: Verdict, expr: Expression, found: Divergent, *, speculative: bool = False) -> None:
     """A value whose SPMD type depends on the branch taken: an error unless declared."""
-    types = " or ".join(t.describe() for t in found.types)
-    reason = (f"has SPMD type {types} depending on the branch taken (or the loop iteration); "
-              f"make the branches agree, or declare it with one type")
-    verdict.report([Violation(Code.BRANCH, None, reason)], expr, f'"{spell(expr)}"', speculative=speculative)
+    verdict.report([paths_disagree(found.types)], expr, f'"{spell(expr)}"', speculative=speculative)
 
 
 # -- calls of declared callables ---------------------------------------------------------
@@ -250,10 +256,9 @@ def _compare(verdict: Verdict, actual: Type, formal: Type, expr: Expression) -> 
 
 def _compare_groups(have: ProperType, want: Instance) -> list[Violation]:
     want_axis, have_axis = Encoder.read_axis(want), Encoder.read_axis(have)
-    if want_axis is None or have_axis is None or want_axis == have_axis:
+    if want_axis is None or have_axis is None:
         return []
-    reason = f"expected the process group of axis {want_axis!r}, got the one of {have_axis!r}"
-    return [Violation(Code.AXIS, None, reason)]
+    return list(check_group(have_axis, want_axis))
 
 
 # -- values that go into a declaration ---------------------------------------------------

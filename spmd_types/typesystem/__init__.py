@@ -76,8 +76,10 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.join import OpOutcome as OpOutcome
     from spmd_types.typesystem.join import apply_op as apply_op
     from spmd_types.typesystem.join import check_fits as check_fits
+    from spmd_types.typesystem.join import check_group as check_group
     from spmd_types.typesystem.join import fits as fits
     from spmd_types.typesystem.join import merge_paths as merge_paths
+    from spmd_types.typesystem.join import paths_disagree as paths_disagree
     from spmd_types.typesystem.local_types import LOCAL_TYPES as LOCAL_TYPES
     from spmd_types.typesystem.local_types import WEAK as WEAK
     from spmd_types.typesystem.local_types import ZERO as ZERO
@@ -150,7 +152,10 @@ _DEFINED_IN: dict[str, str] = {
          "Result", "TENSOR_PROPERTIES", "canonical_param", "display_name", "lookup", "method_name"),
         "ops",
     ),
-    **dict.fromkeys(("OpOutcome", "Operand", "apply_op", "check_fits", "fits", "merge_paths"), "join"),
+    **dict.fromkeys(
+        ("OpOutcome", "Operand", "apply_op", "check_fits", "check_group", "fits", "merge_paths", "paths_disagree"),
+        "join",
+    ),
     **dict.fromkeys(
         ("CALLS", "CallOutcome", "CallSpec", "Endpoint", "NO_GRADIENT_REDUCTIONS", "Transition", "backward",
          "backward_route", "check_call", "check_call_on_axes", "cost", "effects", "endpoint_kind", "fix",
