@@ -62,13 +62,15 @@ __all__ = [
     "check_builtin_sum",
     "check_function",
     "check_method",
+    "check_module_call",
     "check_property",
+    "torch_module_op",
     "widen_tensor_lists",
 ]
 
-
 # Parameter names of operators whose arguments are not all called ``other``.
 _OPERATOR_PARAMS: Final = {"__getitem__": ("indices",), "__setitem__": ("indices", "value")}
+
 
 def widen_tensor_lists(session: Session, ctx: FunctionSigContext) -> FunctionLike:
     """A torch function's signature with its ``list[Tensor]`` parameters taking ``Sequence[Tensor]``.

@@ -39,9 +39,12 @@ class Session:
 
     :class:`~spmd_mypy.plugin.SpmdPlugin` makes one when mypy loads it and
     keeps it for as long as mypy keeps the plugin (the daemon: across runs),
-    and every handler receives it; nothing else holds state.  Importing this
-    module loads neither the rule core nor the hooks, so that a run whose
-    every module is cached pays for neither.
+    and every handler receives it.  Nothing else holds state: the few memos
+    at module level (:func:`~spmd_mypy.fullnames.public_function_name`, the
+    op outcomes in :mod:`spmd_mypy.ops`, parsed type texts in
+    :mod:`spmd_mypy.encoding`) remember pure functions of their arguments.
+    Importing this module loads neither the rule core nor the hooks, so that
+    a run whose every module is cached pays for neither.
 
     * ``options``: the plugin's options;
     * ``lookup``: mypy's lookup of a full name among the loaded ``modules``,
