@@ -30,8 +30,6 @@ class Code(enum.Enum):
     """A variable whose type differs between branches, without a declaration."""
     INPLACE = "spmd-inplace"
     """An in-place op or ``out=`` that would change its target's type."""
-    SHARD = "spmd-shard"
-    """An op that splits or merges a sharded dim so that the ranks' results no longer assemble."""
     BACKWARD = "spmd-backward"
     """``loss.backward()`` on a loss whose gradient would be miscounted."""
     ANNOTATION = "spmd-annotation"
@@ -51,7 +49,6 @@ _DESCRIPTIONS = {
     Code.BOUNDARY: "SPMD type differs from the declared one",
     Code.BRANCH: "SPMD type of a variable differs between branches",
     Code.INPLACE: "in-place operation that would change its target's SPMD type",
-    Code.SHARD: "op that splits or merges a sharded tensor dim",
     Code.BACKWARD: "backward() from a loss whose gradient would be miscounted",
     Code.ANNOTATION: "malformed SPMD annotation",
 }

@@ -47,7 +47,7 @@ from spmd_types.typesystem.local_types import (
     is_varying,
 )
 from spmd_types.typesystem.ops import OpRule, Result, canonical_param
-from spmd_types.typesystem.shard_dims import Broken, LayoutCall, result_dim, same_dim
+from spmd_types.typesystem.shard_dims import LayoutCall, result_dim, same_dim
 from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
 from spmd_types.typesystem.violations import Code, Fix, Violation
 
@@ -167,7 +167,7 @@ def apply_op(
         roles = _roles(rule, params, passed)
         result, violations = _join(roles, joined)
         if op is not None:
-            result, violations = _follow_shards(op, args or {}, roles, operands, result, violations)
+            result = _follow_shards(op, args or {}, roles, operands, result)
         if rule.result in (Result.DETACH, Result.COPY) or not autograd:
             result = _detached(result)
         elif rule.result is Result.TRAINABLE:
@@ -201,10 +201,14 @@ def _join(roles: _Roles, types: Sequence[SpmdType]) -> tuple[SpmdType, tuple[Vio
 
 
 def _follow_shards(
-    op: str, args: Mapping[str, object], roles: _Roles, operands: Sequence[Operand], result: SpmdType,
-    violations: tuple[Violation, ...],
-) -> tuple[SpmdType, tuple[Violation, ...]]:
-    """``result`` with ``V`` made ``S(d)`` on each axis where the operands' shards say where dim ``d`` is."""
+    op: str, args: Mapping[str, object], roles: _Roles, operands: Sequence[Operand], result: SpmdType
+) -> SpmdType:
+    """``result`` with ``V`` made ``S(d)`` on each axis where the operands' shards say where dim ``d`` is.
+
+    An op that scrambles the sharded dim (``flatten`` making it an inner
+    factor) leaves per-rank data that is still correct to compute with (a
+    per-token loss over the flattened pieces), only not a shard: ``V``.
+    """
     call: LayoutCall | None = None
     for axis, kind in result.items():
         if kind is not V:
@@ -219,13 +223,9 @@ def _follow_shards(
             call = LayoutCall(args, tuple(o.param for o in operands), tuple(_rank(o) for o in operands),
                               tuple(o.shape for o in operands))
         dim = result_dim(op, sharded, call)
-        if isinstance(dim, Broken):
-            codes = tuple(operands[k].type.get(axis).code for k in sharded)  # type: ignore[union-attr]
-            violations += (Violation(Code.SHARD, axis, dim.reason, codes, tuple(sharded)),)
-            result = result.with_axis(axis, None) if result.default is None else result
-        elif dim is not None:
+        if isinstance(dim, int):
             result = result.with_axis(axis, Shard(dim))
-    return result, violations
+    return result
 
 
 def _rank(operand: Operand) -> int | None:

@@ -31,8 +31,10 @@ all of them agree on it, counted from the first or from the last dim: ``S(0)``
 transposed by ``.T`` is ``S(-1)`` whatever the rank, ``S(-1)`` transposed by
 ``transpose(0, 1)`` depends on it and is ``V``.
 
-A rule returns a :class:`Moved`, :data:`LOST` or a :class:`Broken` (an error:
-the op mixes the sharded dim with another in a way no assembly undoes).
+A rule returns a :class:`Moved`, :data:`LOST` or a :class:`Broken`: the op
+merges or splits the sharded dim so that no concatenation of the ranks'
+results is the global one.  In local SPMD that result is still correct
+per-rank data (``V``); the reason says what was scrambled.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, TypeAlias
 
+from spmd_types.typesystem.local_types import Shard
+from spmd_types.typesystem.spmd_type import SpmdType
+
 __all__ = [
     "LOST",
     "NOT_KNOWN",
@@ -50,6 +55,7 @@ __all__ = [
     "LayoutCall",
     "Moved",
     "Outcome",
+    "counted_like",
     "result_dim",
     "same_dim",
 ]
@@ -714,6 +720,23 @@ _CONTRACTIONS: Final[dict[str, Callable[[Mapping[int, int], LayoutCall], int | B
     "torch.einsum": _einsum,
     "torch.nn.functional.embedding": _embedding,
 }
+
+
+def counted_like(t: SpmdType, reference: SpmdType, ndim: int) -> SpmdType:
+    """``t`` with each shard's dim counted as ``reference`` counts its shard on that axis, in a tensor of rank ``ndim``.
+
+    ``S(2)`` counted like ``S(-1)`` in a 3-D tensor is ``S(-1)``: the two can
+    then be compared, and a message shows both as the declaration writes them.
+    """
+    recounted: dict[str, Shard] = {}
+    for axis, kind in t.items():
+        want = reference.get(axis)
+        if isinstance(kind, Shard) and isinstance(want, Shard) and (kind.dim < 0) != (want.dim < 0) \
+                and -ndim <= kind.dim < ndim:
+            recounted[axis] = Shard(kind.dim - ndim if kind.dim >= 0 else kind.dim + ndim)
+    if not recounted:
+        return t
+    return SpmdType({axis: recounted.get(axis, kind) for axis, kind in t.items()}, t.default)
 
 
 def same_dim(a: int, b: int, ndim: int | None = None) -> bool | None:
