@@ -243,7 +243,8 @@ def check_property(session: Session, ctx: AttributeContext, attribute: str) -> T
     spmd = Encoder.read(ctx.type)
     if not isinstance(spmd, SpmdType):
         return ctx.default_attr_type
-    outcome = apply_op(lookup(f"torch.Tensor.{attribute}"), [Operand("input", spmd)])
+    name = f"torch.Tensor.{attribute}"
+    outcome = apply_op(lookup(name), [Operand("input", spmd)], op=name)
     return with_result(session.encoder(ctx.api), ctx.default_attr_type, outcome.result)
 
 
@@ -291,7 +292,11 @@ def _apply(
     for expr, found in arguments.divergent:
         report_divergent(session, ctx.api, expr, found, speculative=speculative)
     autograd = not session.without_autograd(ctx.api, ctx.context)
-    outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
+    if arguments.sharded:  # the shards' dims follow the op's literal arguments
+        outcome = apply_op(rule, arguments.operands, arguments.passed, autograd=autograd, op=name,
+                           args=arguments.literals)
+    else:
+        outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
     session.reporter.violations(ctx.api, outcome.violations, ctx.context, display_name(name), arguments.spelled,
                                 speculative=speculative)
     if not returns_tensor:

@@ -78,6 +78,7 @@ from spmd_types.typesystem.join import Operand, OpOutcome, apply_op, check_fits
 from spmd_types.typesystem.local_types import WEAK, ZERO, Constant, LocalType, Shard, V, is_varying
 from spmd_types.typesystem.loss import AUTOGRAD_FUNCTIONS, check_backward
 from spmd_types.typesystem.ops import OPERATOR_SYMBOLS, OPS, OpRule, canonical_param, display_name, lookup
+from spmd_types.typesystem.shard_dims import counted_like
 from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
 from spmd_types.typesystem.summation import BIASED_PRODUCTS, SUM_OPS, summed_replicated_term, sums_over_axis
 from spmd_types.typesystem.violations import RETURN_VALUE, Code, Violation, argument_site
@@ -228,7 +229,9 @@ class TypeTracker:
                 and isinstance(dst, (LocalType, Shard)) and isinstance(op, str) and route(call, src, dst) is not None):
             # An axis that names no mesh axis leaves the result unknown; a bad argument is the call's to reject.
             return self._unchecked(fn, args, kwargs)
-        result, violations = _check_call_on_axes(call, axes, self._known(x), src, dst, op)
+        # The input's shards counted as src counts its dim: S(2) is src=S(-1) in a 3-D tensor.
+        have = counted_like(self._known(x), SpmdType(dict.fromkeys(axes, src)), x.dim())
+        result, violations = _check_call_on_axes(call, axes, have, src, dst, op)
         self._report(violations, call, ("x",), "x")
         self._check_summed(call, axes, x, src, dst, op)
         out = self._unchecked(fn, args, kwargs)
@@ -301,7 +304,8 @@ class TypeTracker:
     def _check_value(self, tensor: torch.Tensor, declared: SpmdType, where: str, value: str) -> None:
         have = self.type_of(tensor)
         if have is not None:
-            self._report(check_fits(have, declared), where, value=value)
+            # S(-1) and S(2) are one dim of a 3-D tensor.
+            self._report(check_fits(counted_like(have, declared, tensor.dim()), declared), where, value=value)
 
     def _returned(self, out: object, tree: Tree | None) -> None:
         """Check a returned value against the declared return type, which it then has."""
@@ -481,9 +485,10 @@ def _is_op(name: str) -> bool:
 class _Op:
     """The handler of one torch op: reads the operands, applies the op table's rule, types the result."""
 
-    __slots__ = ("bias", "display", "mentioned", "names", "outcomes", "rest", "rule", "sums", "tabled")
+    __slots__ = ("bias", "display", "mentioned", "name", "names", "outcomes", "rest", "rule", "sums", "tabled")
 
     def __init__(self, name: str, func: Any, overloads: Signatures | None = None) -> None:
+        self.name = name
         self.rule: OpRule = lookup(name)
         self.mentioned = self.rule.params
         self.display = display_name(name)
@@ -525,7 +530,10 @@ class _Op:
             out = func(*args, **kwargs)
             if not _has_tensor(out):
                 return out  # size(), item(), tolist() and the like
-        outcome, params = self._outcome(tuple(items), tuple(passed), torch.is_grad_enabled())
+        if any(isinstance(items[k], SpmdType) and _has_shard(items[k]) for k in range(1, len(items), 2)):
+            outcome, params = self._sharded_outcome(tags, args, kwargs, tuple(passed), torch.is_grad_enabled())
+        else:
+            outcome, params = self._outcome(tuple(items), tuple(passed), torch.is_grad_enabled())
         tracker._report(outcome.violations, self.display, params)
         result = outcome.result
         if out_target is not None:
@@ -583,6 +591,43 @@ class _Op:
         return found
 
 
+    def _sharded_outcome(self, tags: dict[int, _Tag], args: tuple[Any, ...], kwargs: dict[str, Any],
+                         passed: tuple[str, ...], autograd: bool) -> tuple[OpOutcome, tuple[str, ...]]:
+        """The outcome where an operand is a shard: its dim follows the op, which needs the
+        operands' shapes and the op's arguments (see :mod:`spmd_types.typesystem.shard_dims`)."""
+        operands: list[Operand] = []
+        literals: dict[str, object] = {}
+        mentioned = self.mentioned
+        bound = [(self.names[i] if i < len(self.names) else self.rest, a) for i, a in enumerate(args)]
+        bound += [(canonical_param(k), a) for k, a in kwargs.items() if k != "out"]
+        for param, value in bound:
+            if not isinstance(value, torch.Tensor):
+                if param == self.rest and param in literals:
+                    literals[param] = (*_as_tuple(literals[param]), value)  # ``permute(2, 0, 1)``
+                else:
+                    literals[param] = value  # ``dim=1``, or an index such as ``(slice(None), None)``
+                if param not in mentioned:
+                    continue
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(item, str):
+                    literals["equation"] = item  # einsum(equation, *operands) passes it among the operands
+                elif isinstance(item, torch.Tensor):
+                    tag = tags.get(id(item))
+                    operands.append(Operand(param, tag.spmd if tag is not None else UNKNOWN, shape=tuple(item.shape)))
+                elif type(item) in (int, float, bool):
+                    operands.append(Operand(param, _ZERO_NUMBER if item == 0 else _WEAK_NUMBER, ndim=0))
+        outcome = apply_op(self.rule, operands, frozenset(passed), autograd=autograd, op=self.name, args=literals)
+        return outcome, tuple(op.param for op in operands)
+
+
+def _as_tuple(value: object) -> tuple[object, ...]:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _has_shard(t: SpmdType) -> bool:
+    return any(isinstance(kind, Shard) for _, kind in t.items())
+
+
 def _is_constant(t: SpmdType) -> bool:
     """Whether ``t`` is a constant's type (weak or zero on every axis)."""
     return t.default is not None and all(isinstance(kind, Constant) for _, kind in t.items())
@@ -597,13 +642,14 @@ def _bind_positions(overloads: Sequence[tuple[tuple[str, ...], str | None]], rul
         tuple[str, ...], str]:
     """One parameter name per position over all overloads, preferring a name the rule mentions."""
     mentioned = set(rule.params)
+    rests = [canonical_param(r) for _, r in overloads if r is not None]
+    rest = next((r for r in rests if r in mentioned), rests[0] if rests else "")
     width = max((len(names) for names, _ in overloads), default=0)
     names: list[str] = []
     for k in range(width):
         options = list(dict.fromkeys(canonical_param(n[k]) for n, _ in overloads if k < len(n)))
-        names.append(next((o for o in options if o in mentioned), options[0]))
-    rests = [canonical_param(r) for _, r in overloads if r is not None]
-    rest = next((r for r in rests if r in mentioned), rests[0] if rests else "")
+        # A name the rule reads first; then the variadic one (``view(*size)`` over ``view(dtype)``).
+        names.append(next((o for o in options if o in mentioned), rest if rest in options else options[0]))
     return tuple(names), rest
 
 

@@ -31,6 +31,7 @@ from spmd_types.typesystem.local_types import (
     gradient_type,
     is_varying,
 )
+from spmd_types.typesystem.shard_dims import same_dim
 from spmd_types.typesystem.spmd_type import SpmdType
 from spmd_types.typesystem.violations import Code, Fix, Violation
 
@@ -475,7 +476,8 @@ def src_accepts(src: Endpoint, have: AxisType) -> bool:
     """Whether an input of type ``have`` on the axis matches the declared ``src``.
 
     ``V`` and ``S(i)`` match each other (a shard is a varying tensor); ``S(i)``
-    does not match ``S(j)``.  A ``V`` input matches ``src=P`` (a reduction
+    does not match ``S(j)`` where they name different dims (``S(-1)`` may be
+    ``S(2)``: that depends on the rank).  A ``V`` input matches ``src=P`` (a reduction
     takes it as its own partial sum); a shard does not: its pieces are parts of
     one tensor, to be gathered, and their sum means nothing.  Zero matches
     anything; other constants match every type but ``P``.
@@ -485,7 +487,7 @@ def src_accepts(src: Endpoint, have: AxisType) -> bool:
     if have is WEAK:
         return src is not P
     if isinstance(src, Shard):
-        return have is V or have == src
+        return have is V or (isinstance(have, Shard) and same_dim(have.dim, src.dim) is not False)
     if src is V:
         return is_varying(have)
     if src is P:
