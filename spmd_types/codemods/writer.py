@@ -286,7 +286,11 @@ class _Annotator(cst.CSTTransformer):
             line = cst.SimpleStatementLine([cst.AnnAssign(cst.Name(name), cst.Annotation(annotation), value=None)])
             added.append(line.with_changes(leading_lines=[cst.EmptyLine(indent=False)]) if after_docstring and not added
                          else line)
-        return body[:at] + added + body[at:]
+        rest = body[at:]
+        first = rest[0] if rest else None
+        if isinstance(first, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) and not first.leading_lines:
+            rest[0] = first.with_changes(leading_lines=[cst.EmptyLine(indent=False)])  # declarations, a blank line
+        return body[:at] + added + rest
 
     # -- helpers -------------------------------------------------------------------
 

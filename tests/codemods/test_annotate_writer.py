@@ -99,3 +99,10 @@ def test_what_cannot_be_written_is_reported() -> None:
         "Layer.forward -> return: a tuple of 2 observed, annotated int: not annotated",
         "Missing.class: not found in the source: not annotated",
     ]
+
+
+def test_declarations_at_the_top_of_a_class_are_set_off_by_a_blank_line() -> None:
+    source = "class Layer:\n    def forward(self, x):\n        return x\n"
+    after = annotate_source(source, [ClassTypes("m.py", "Layer", parameters={"weight": parse("tp:R")})]).after
+    assert after.endswith('class Layer:\n    weight: Annotated[nn.Parameter, R["tp"]]\n\n    def forward(self, x):\n'
+                          '        return x\n')
