@@ -24,7 +24,9 @@ From there the op table gives every torch op's result type
 properties), the collectives' tables check each ``src=`` against the input's
 tracked type before the collective runs, functional collectives
 (``torch.distributed._functional_collectives``) are typed as the collectives
-they are, a raw ``torch.distributed.all_reduce`` of a typed tensor is
+they are, so are other libraries' mapping functions (Megatron's, by the
+core's ecosystem table; see :mod:`spmd_types._rebinding`), a raw
+``torch.distributed.all_reduce`` of a typed tensor is
 reported as the plugin reports it, ``loss.backward()`` (and
 ``torch.autograd.backward``/``grad``) checks the loss and its seed, and
 declared boundaries check what crosses them.  A tensor with no tracked type
@@ -60,16 +62,18 @@ import torch
 from torch.distributed.device_mesh import DeviceMesh
 from torch.overrides import TorchFunctionMode, resolve_name
 
-from spmd_types import _dist, _mesh
+from spmd_types import _dist, _mesh, _rebinding
 from spmd_types._declarations import Declarations, Tree, annotations_of, callee_name, declared_trees, declared_values
 from spmd_types._errors import SpmdTypeCheckError
 from spmd_types._op_params import Signatures, signatures
 from spmd_types.typesystem.annotations import AnnotationError, AxisTypes, spmd_type_from_metadata
 from spmd_types.typesystem.collectives import CALLS, Endpoint, check_call_on_axes, flattened_axes, retargeted, route
 from spmd_types.typesystem.ecosystem import (
+    EQUIVALENTS,
     FUNCTIONAL_OPS,
     IN_PLACE,
     PASS_THROUGH_OPS,
+    Equivalent,
     FunctionalOp,
     InPlace,
     check_in_place,
@@ -139,6 +143,7 @@ class TypeTracker:
         self._frames: list[tuple[object, list[tuple[torch.Tensor, tuple[SpmdType, _Producer | None] | None]]]] = []
         self._mode: _Mode | None = None
         self._hooks: list[Any] = []
+        self._unbind: Callable[[], None] | None = None
 
     # -- tracked types ---------------------------------------------------------------
 
@@ -203,11 +208,16 @@ class TypeTracker:
             register_module_forward_pre_hook(_module_pre_hook),
             register_module_forward_hook(_module_post_hook, always_call=True),
         ]
+        self._unbind = _rebinding.rebind({name: functools.partial(_library_function, entry)
+                                          for name, entry in EQUIVALENTS.items()})
         _ACTIVE = self
 
     def _stop(self) -> None:
         global _ACTIVE
         _ACTIVE = None
+        if self._unbind is not None:
+            self._unbind()
+            self._unbind = None
         for handle in self._hooks:
             handle.remove()
         self._hooks = []
@@ -229,15 +239,46 @@ class TypeTracker:
                 and isinstance(dst, (LocalType, Shard)) and isinstance(op, str) and route(call, src, dst) is not None):
             # An axis that names no mesh axis leaves the result unknown; a bad argument is the call's to reject.
             return self._unchecked(fn, args, kwargs)
+        return self._typed_call(call, axes, x, src, dst, op, lambda: self._unchecked(fn, args, kwargs), call, "x")
+
+    def _typed_call(self, call: str, axes: tuple[str, ...], x: torch.Tensor, src: Endpoint, dst: Endpoint, op: str,
+                    run: Callable[[], _T], where: str, value: str) -> _T:
+        """``run()``, which computes ``call(x, axes, src=src, dst=dst, op=op)``: checked first, its result typed.
+
+        ``where`` and ``value`` are how a report names the call and its input.
+        """
         # The input's shards counted as src counts its dim: S(2) is src=S(-1) in a 3-D tensor.
         have = counted_like(self._known(x), SpmdType(dict.fromkeys(axes, src)), x.dim())
         result, violations = _check_call_on_axes(call, axes, have, src, dst, op)
-        self._report(violations, call, ("x",), "x")
+        self._report(violations, where, (value,), value)
         self._check_summed(call, axes, x, src, dst, op)
-        out = self._unchecked(fn, args, kwargs)
+        out = run()
         if not result.is_unknown:
             self._tag_outputs(out, result, _Producer(call, axes[0], src) if len(axes) == 1 else None)
         return out
+
+    def _library_call(self, entry: Equivalent, fn: Callable[..., Any], args: tuple[Any, ...],
+                      kwargs: dict[str, Any]) -> Any:
+        """A call of another library's function ``fn``, checked and typed as its ``entry`` in the core's table.
+
+        Nothing inside it is tracked: the library's own ops and in-place
+        collectives are its implementation of the call.
+        """
+        arguments = _bind(fn, args, kwargs)
+        x = arguments.get(entry.tensor)
+        group = arguments.get(entry.group)
+        if group is not None:
+            axes = _group_axes(group)
+        else:
+            axes = _mesh_axis(entry.default_role) if entry.default_role is not None else None
+        dst = entry.dst
+        if entry.variant is not None and arguments.get(entry.variant.parameter, True) is False:
+            dst = entry.variant.dst_if_false
+        run = functools.partial(self._unchecked, fn, args, kwargs)
+        if not isinstance(x, torch.Tensor) or axes is None:
+            return run()
+        where = f"{entry.name} (that is, {entry.spelled(dst)})"
+        return self._typed_call(entry.call, axes, x, entry.src, dst, "sum", run, where, entry.tensor)
 
     def _check_summed(self, call: str, axes: Sequence[str], x: torch.Tensor, src: Endpoint, dst: Endpoint,
                       op: str) -> None:
@@ -729,14 +770,8 @@ def _functional_op(entry: FunctionalOp, tracker: TypeTracker, func: Any, args: t
     axes = _group_axes(group)
     if not isinstance(x, torch.Tensor) or axes is None or not isinstance(op, str):
         return func(*args, **kwargs)
-    reduction = op.lower()
-    result, violations = _check_call_on_axes(entry.call, axes, tracker._known(x), entry.src, entry.dst, reduction)
-    tracker._report(violations, entry.name, ("input",), "input")
-    tracker._check_summed(entry.call, axes, x, entry.src, entry.dst, reduction)
-    out = func(*args, **kwargs)
-    if not result.is_unknown:
-        tracker._tag_outputs(out, result, _Producer(entry.call, axes[0], entry.src) if len(axes) == 1 else None)
-    return out
+    run = functools.partial(func, *args, **kwargs)
+    return tracker._typed_call(entry.call, axes, x, entry.src, entry.dst, op.lower(), run, entry.name, "input")
 
 
 def _pass_through(tracker: TypeTracker, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -831,6 +866,13 @@ def _group_axes(group: object) -> tuple[str, ...] | None:
             if found.pg.group_name == group:
                 return key if isinstance(key, tuple) else (key,)
     return None
+
+
+def _mesh_axis(role: str) -> tuple[str, ...] | None:
+    """The axis of the current mesh that a library's own group ``role`` is: the one named like it, if any."""
+    mesh = _mesh.current_mesh()
+    names = mesh.mesh_dim_names if mesh is not None else None
+    return (role,) if names and role in names else None
 
 
 def checked(fn: _F) -> _F:
@@ -941,6 +983,19 @@ def collective(call: str) -> Callable[[Callable[_P, _T]], Callable[_P, _T]]:
         return checked_collective
 
     return decorate
+
+
+def _library_function(entry: Equivalent, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, the library function of ``entry``, checked and typed as its equivalent call while checking is on."""
+
+    @functools.wraps(fn)
+    def checked_library_call(*args: Any, **kwargs: Any) -> Any:
+        tracker = _ACTIVE
+        if tracker is None or tracker._paused or torch.compiler.is_compiling():
+            return fn(*args, **kwargs)
+        return tracker._library_call(entry, fn, args, kwargs)
+
+    return checked_library_call
 
 
 def assert_declared(x: object, markers: tuple[object, ...]) -> None:
