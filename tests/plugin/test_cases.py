@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import ROOT, CaseFile, Reported, config_text, mismatches, run_mypy
+from tests.plugin.harness import ROOT, CaseFile, Reported, config_text, mismatches, run_mypy
 
 HERE = Path(__file__).parent
 # Each suite: a directory of case files, and the options it runs with on top of mypy.ini.example.
