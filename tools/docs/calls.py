@@ -71,7 +71,7 @@ def rows(call: str) -> list[Row]:
 
 
 def _chain(steps: Sequence[Transition], arrow: str) -> str:
-    return ", ".join(spell(t, arrow) for t in steps) or "(same type)"
+    return ", ".join(spell(t, arrow) for t in steps) or "nothing"
 
 
 def _kinds(ends: Sequence[Endpoint]) -> str:
@@ -107,9 +107,23 @@ def typed_signature(call: str, positional: Sequence[str], keywords: Sequence[str
 
 
 def text_table(call: str) -> list[str]:
-    """The pairs ``call`` accepts as plain text, two lines a pair: the routes, then (in parentheses) what they do."""
+    """The pairs ``call`` accepts as plain text.
+
+    A call that only runs other calls (``redistribute``) lists the pairs by
+    the call each runs, whose own table gives the backward.  Any other lists
+    each pair on two lines: the routes forward and backward, then (in
+    parentheses) what they do to the local data.
+    """
+    accepted = rows(call)
+    if all(t.call != call for row in accepted for t in row.forward):
+        groups: dict[str, list[str]] = {"runs": ["src -> dst"]}  # the header first
+        for row in accepted:
+            runs = ", then ".join(t.call for t in row.forward) or "nothing"
+            groups.setdefault(runs, []).append(f"{label(row.src)} -> {label(row.dst)}")
+        width = max(map(len, groups))
+        return [f"{runs:<{width}}  {', '.join(pairs)}" for runs, pairs in groups.items()]
     table = [("src", "dst", "forward", "backward")]
-    for row in rows(call):
+    for row in accepted:
         forward, back = row.effects
         table.append((label(row.src), label(row.dst), _chain(row.forward, "->"), _chain(row.backward, "->")))
         table.append(("", "", f"({forward})", f"({back})"))
@@ -128,4 +142,4 @@ def markdown_table(call: str) -> list[str]:
 
 
 def _chain_code(steps: Sequence[Transition]) -> str:
-    return ", then ".join(f"`{spell(t)}`" for t in steps) or "nothing (same type)"
+    return ", then ".join(f"`{spell(t)}`" for t in steps) or "nothing"
