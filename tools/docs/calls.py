@@ -76,8 +76,8 @@ def _chain(steps: Sequence[Transition], arrow: str) -> str:
 
 def _kinds(ends: Sequence[Endpoint]) -> str:
     """The kinds of types among ``ends``, in table order: ``V | S(i)``."""
-    kinds = {"S(i)" if isinstance(t, Shard) else t.code for t in ends}
-    return " | ".join(k for k in ("R", "I", "V", "P", "S(i)") if k in kinds)
+    kinds = {label(S(0) if isinstance(t, Shard) else t) for t in ends}
+    return " | ".join(k for k in map(label, ENDPOINTS) if k in kinds)
 
 
 def typed_signature(call: str, positional: Sequence[str], keywords: Sequence[str]) -> str:
