@@ -546,7 +546,7 @@ class _Op:
         tag = tags.get(id(target)) if target is not None else None
         if tag is not None and _is_constant(tag.spmd):
             # What a constant buffer holds once written into is what was written: the plugin gives
-            # such a buffer no type, nor is it checked here (SPEC 2.1: a zero is a zero only while it is one).
+            # such a buffer no type, nor is it checked here: a zero is a zero only while it is one.
             tracker._forget(target)
         elif tag is not None:
             tag.summands = None  # written in place: no longer the sum it was built as

@@ -1,8 +1,8 @@
 """Collectives and casts: which ``src``/``dst`` each call accepts, and their backwards.
 
-The seeds' design lists every way to change a tensor's type on one mesh axis
-as a *primitive transition* ``call(src -> dst)`` together with the transition
-its backward performs.  The backward of ``src -> dst`` always goes from the
+Every way to change a tensor's type on one mesh axis is a *primitive
+transition* ``call(src -> dst)``, listed here with the transition its backward
+performs.  The backward of ``src -> dst`` always goes from the
 gradient type of ``dst`` to the gradient type of ``src``, so the table only has
 to say *which call* the backward is; :func:`backward` derives its types.
 
