@@ -19,8 +19,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("libcst")
 
-from roundtrip import declared, input_types, load, module_example_run, training_example_run
-from stripping import strip
+from tests.codemods.roundtrip import declared, input_types, load, module_example_run, training_example_run
+from tests.codemods.stripping import strip
 
 from spmd_types.codemods.observe import observe
 from spmd_types.codemods.writer import write_annotations
