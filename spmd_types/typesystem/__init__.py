@@ -16,6 +16,7 @@ needs only the error codes) does not pay for the rest.
 * :mod:`.ecosystem`: other libraries' communication functions and the calls they are;
 * :mod:`.partition_spec`: :class:`PartitionSpec`, global SPMD layouts over several axes, and their per-axis types;
 * :mod:`.layout`: where a spec puts each element (the denotation) and the local block reorders plans need;
+* :mod:`.planner`: the collectives from one spec to another (``plan_redistribute``);
 * :mod:`.codes`: the error codes, one per class of mistake;
 * :mod:`.violations`: structured violations with fixes.
 """
@@ -80,6 +81,10 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.partition_spec import global_shape as global_shape
     from spmd_types.typesystem.partition_spec import mesh_axes as mesh_axes
     from spmd_types.typesystem.partition_spec import per_axis_types as per_axis_types
+    from spmd_types.typesystem.planner import Plan as Plan
+    from spmd_types.typesystem.planner import Step as Step
+    from spmd_types.typesystem.planner import plan_redistribute as plan_redistribute
+    from spmd_types.typesystem.planner import plan_via_replicated as plan_via_replicated
     from spmd_types.typesystem.spmd_type import UNKNOWN as UNKNOWN
     from spmd_types.typesystem.spmd_type import SpmdType as SpmdType
     from spmd_types.typesystem.spmd_type import parse as parse
@@ -116,6 +121,7 @@ _DEFINED_IN: dict[str, str] = {
         ("MeshAxes", "PartitionSpec", "all_specs", "dual", "global_shape", "mesh_axes", "per_axis_types"),
         "partition_spec",
     ),
+    **dict.fromkeys(("Plan", "Step", "plan_redistribute", "plan_via_replicated"), "planner"),
     **dict.fromkeys(("summed_replicated_term", "sums_over_axis"), "summation"),
     **dict.fromkeys(
         ("EQUIVALENTS", "GROUP_GETTERS", "IN_PLACE", "ROLES", "Equivalent", "InPlace", "check_in_place"), "ecosystem"
