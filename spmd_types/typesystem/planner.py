@@ -33,10 +33,12 @@ all-gather ``(n-1) B`` (``(n-1)/n`` of its output), ppermute ``B``, local
 steps nothing.  Multiply by the element size for bytes.
 
 Minimality: :func:`plan_redistribute` returns a cheapest sequence of these
-moves (a shortest path over specs): fewest elements sent, then fewest
-collectives, then fewest local steps.  With ``per_axis=True`` it searches the
-sequences of one-axis calls only (no flattened groups, no ppermute): the best
-that the per-axis ``redistribute`` can do, which the full plan never exceeds.
+moves: fewest elements sent, then fewest collectives, then fewest local steps.
+It is an A* search over specs whose lower bound (:class:`_LowerBound`) never
+overestimates, so the first plan to reach ``dst`` is a cheapest one.  With
+``per_axis=True`` it searches the sequences of one-axis calls only (no
+flattened groups, no ppermute, the same reorders): the best that the per-axis
+``redistribute`` can do, which the full plan never exceeds.
 :func:`plan_via_replicated` is the naive plan: resolve and gather every axis
 one at a time, then slice out the destination.
 
@@ -168,7 +170,6 @@ class _Planner:
     """The moves from a spec, for one mesh, shape and destination."""
 
     def __init__(self, axes: MeshAxes, shape: tuple[int, ...], dst: PartitionSpec, per_axis: bool) -> None:
-        self.axes = axes
         self.sizes = dict(axes)
         self.order = {name: k for k, (name, _) in enumerate(axes)}
         self.shape = shape

@@ -282,3 +282,16 @@ def test_the_lower_bound_only_prunes(monkeypatch: pytest.MonkeyPatch) -> None:
         for plan, (s, d) in zip(plans, _sample(all_specs(axes, 2), every)):
             plain = plan_redistribute(axes, shape, s, d)
             assert (plan.sent, plan.collectives) == (plain.sent, plain.collectives), (plan.describe(), plain.describe())
+
+
+def test_the_backward_sends_as_much_as_the_forward() -> None:
+    """Each step's backward (the table's) runs on the gradient of its output and sends what the step sends."""
+    from spmd_types.typesystem.planner import _ring
+
+    axes = MESHES["2x4"]
+    sizes = dict(axes)
+    for src, dst in itertools.product(all_specs(axes, 2), repeat=2):
+        for step in plan_redistribute(axes, SHAPE, src, dst).steps:
+            after = prod(SHAPE) // prod(sizes[a] for a in step.spec.axes)
+            back = step.backward()
+            assert _ring(back.call, prod(sizes[a] for a in step.axes), after) == step.sent, str(step)
