@@ -126,7 +126,8 @@ class PartitionSpec:
         for name in names:
             if not isinstance(name, str) or not name:
                 raise TypeError(f"PartitionSpec: partial axes are axis names, got {name!r}")
-        twice = sorted({name for name in seen + list(names) if (seen + list(names)).count(name) > 1})
+        every = seen + list(names)
+        twice = sorted({name for name in every if every.count(name) > 1})
         if twice:
             raise ValueError(f"PartitionSpec: axis {twice[0]!r} appears twice (an axis shards one dim or is partial)")
         object.__setattr__(self, "_entries", tuple(normalized))
