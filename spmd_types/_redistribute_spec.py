@@ -126,6 +126,6 @@ def _reorder(x: torch.Tensor, blocks: Reorder) -> torch.Tensor:
     type, and its gradient is the inverse permutation (autograd's).
     """
     n = len(blocks.sizes)
-    split = x.unflatten(blocks.dim, blocks.sizes)
+    split = torch.unflatten(x, blocks.dim, blocks.sizes)
     order = [*range(blocks.dim), *(blocks.dim + o for o in blocks.order), *range(blocks.dim + n, split.dim())]
     return split.permute(order).flatten(blocks.dim, blocks.dim + n - 1)
