@@ -30,11 +30,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
-from recording import Recorder, expected_calls  # noqa: E402
 
 import spmd_types as spmd  # noqa: E402
 from spmd_types import PartitionSpec as PS  # noqa: E402
 from spmd_types.typesystem import all_specs, dual, local_indices, per_axis_types, plan_redistribute  # noqa: E402
+from tests.runtime.recording import Recorder, expected_calls  # noqa: E402
 
 F64 = torch.float64
 SHAPE = (8, 16)
