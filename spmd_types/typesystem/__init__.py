@@ -14,6 +14,9 @@ needs only the error codes) does not pay for the rest.
 * :mod:`.collectives`: collectives and casts, their routes and backwards;
 * :mod:`.loss`: the ``loss.backward()`` rule;
 * :mod:`.ecosystem`: other libraries' communication functions and the calls they are;
+* :mod:`.partition_spec`: :class:`PartitionSpec`, global SPMD layouts over several axes, and their per-axis types;
+* :mod:`.layout`: where a spec puts each element (the denotation) and the local block reorders plans need;
+* :mod:`.planner`: the collectives from one spec to another (``plan_redistribute``);
 * :mod:`.codes`: the error codes, one per class of mistake;
 * :mod:`.violations`: structured violations with fixes.
 """
@@ -51,6 +54,8 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.join import apply_op as apply_op
     from spmd_types.typesystem.join import check_fits as check_fits
     from spmd_types.typesystem.join import fits as fits
+    from spmd_types.typesystem.layout import Reorder as Reorder
+    from spmd_types.typesystem.layout import local_indices as local_indices
     from spmd_types.typesystem.local_types import WEAK as WEAK
     from spmd_types.typesystem.local_types import ZERO as ZERO
     from spmd_types.typesystem.local_types import AxisType as AxisType
@@ -69,6 +74,17 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.ops import OpRule as OpRule
     from spmd_types.typesystem.ops import Result as Result
     from spmd_types.typesystem.ops import lookup as lookup
+    from spmd_types.typesystem.partition_spec import MeshAxes as MeshAxes
+    from spmd_types.typesystem.partition_spec import PartitionSpec as PartitionSpec
+    from spmd_types.typesystem.partition_spec import all_specs as all_specs
+    from spmd_types.typesystem.partition_spec import dual as dual
+    from spmd_types.typesystem.partition_spec import global_shape as global_shape
+    from spmd_types.typesystem.partition_spec import mesh_axes as mesh_axes
+    from spmd_types.typesystem.partition_spec import per_axis_types as per_axis_types
+    from spmd_types.typesystem.planner import Plan as Plan
+    from spmd_types.typesystem.planner import Step as Step
+    from spmd_types.typesystem.planner import plan_redistribute as plan_redistribute
+    from spmd_types.typesystem.planner import plan_via_replicated as plan_via_replicated
     from spmd_types.typesystem.spmd_type import UNKNOWN as UNKNOWN
     from spmd_types.typesystem.spmd_type import SpmdType as SpmdType
     from spmd_types.typesystem.spmd_type import parse as parse
@@ -100,6 +116,12 @@ _DEFINED_IN: dict[str, str] = {
         "collectives",
     ),
     **dict.fromkeys(("check_backward",), "loss"),
+    **dict.fromkeys(("Reorder", "local_indices"), "layout"),
+    **dict.fromkeys(
+        ("MeshAxes", "PartitionSpec", "all_specs", "dual", "global_shape", "mesh_axes", "per_axis_types"),
+        "partition_spec",
+    ),
+    **dict.fromkeys(("Plan", "Step", "plan_redistribute", "plan_via_replicated"), "planner"),
     **dict.fromkeys(("summed_replicated_term", "sums_over_axis"), "summation"),
     **dict.fromkeys(
         ("EQUIVALENTS", "GROUP_GETTERS", "IN_PLACE", "ROLES", "Equivalent", "InPlace", "check_in_place"), "ecosystem"

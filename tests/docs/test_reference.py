@@ -9,7 +9,7 @@ from tools.docs.reference import ANCHORS, OUT
 
 
 @pytest.mark.parametrize("name", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "ppermute",
-                                  "reinterpret", "convert", "redistribute", "set_current_mesh", "axis_index",
+                                  "reinterpret", "convert", "redistribute", "redistribute_spec", "set_current_mesh", "axis_index",
                                   "axis_size", "assert_type", "set_dist", "use_dist", "get_dist"])
 def test_every_public_call_is_documented(name: str) -> None:
     assert name in ANCHORS

@@ -67,6 +67,8 @@ PAGES: tuple[Page, ...] = (
     Page("reinterpret", "reinterpret", "spmd_types/_local.py", ("reinterpret",)),
     Page("convert", "convert", "spmd_types/_local.py", ("convert",)),
     Page("redistribute", "redistribute", "spmd_types/_collectives.py", ("redistribute",)),
+    Page("redistribute_spec", "redistribute_spec", "spmd_types/_redistribute_spec.py", ("redistribute_spec",),
+         summary="`redistribute_spec`: from one `PartitionSpec` to another over several axes, planned"),
     Page("mesh", "Meshes and axes", "spmd_types/_mesh.py",
          ("set_current_mesh", "current_mesh", "axis_index", "axis_size"), module_doc=True),
     Page("assert_type", "assert_type and run-time checks", "spmd_types/_checks.py",
