@@ -13,7 +13,7 @@ placed anywhere: :func:`comments` lets a caller see that they would be lost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
@@ -43,12 +43,12 @@ def laid_out(old: Sequence[cst.Arg], new: Sequence[Placed]) -> list[cst.Arg]:
             comma = separators[index] if index < len(separators) else filler
             after = old[source].whitespace_after_arg if source is not None and source != len(old) - 1 else _NO_SPACE
         if source is not None:
-            comma = _with_trailing(comma, old[source].comma)
+            comma = _carry(comma, old[source].comma, _trailing)
         args.append(arg.with_changes(comma=comma, whitespace_after_arg=after))
     for index, (_, source) in enumerate(new):
         if source and index:  # lines written above an argument sit in the separator before it
             previous = args[index - 1]
-            args[index - 1] = previous.with_changes(comma=_with_leading(previous.comma, old[source - 1].comma))
+            args[index - 1] = previous.with_changes(comma=_carry(previous.comma, old[source - 1].comma, _leading))
     return args
 
 
@@ -75,24 +75,24 @@ def _bare(comma: cst.Comma | cst.MaybeSentinel) -> cst.Comma | cst.MaybeSentinel
     return comma.with_changes(whitespace_after=after.with_changes(first_line=first, empty_lines=()))
 
 
-def _with_trailing(comma: cst.Comma | cst.MaybeSentinel,
-                   source: cst.Comma | cst.MaybeSentinel) -> cst.Comma | cst.MaybeSentinel:
-    """``comma`` with the end of line (the trailing comment) of ``source``, if both break the line."""
+def _carry(comma: cst.Comma | cst.MaybeSentinel, source: cst.Comma | cst.MaybeSentinel,
+           part: Callable[[cst.ParenthesizedWhitespace, cst.ParenthesizedWhitespace], cst.ParenthesizedWhitespace],
+           ) -> cst.Comma | cst.MaybeSentinel:
+    """``comma`` with ``part`` of what follows ``source``, when both are commas followed by a line break."""
     if not (isinstance(comma, cst.Comma) and isinstance(source, cst.Comma)):
         return comma
     after, before = comma.whitespace_after, source.whitespace_after
     if not (isinstance(after, cst.ParenthesizedWhitespace) and isinstance(before, cst.ParenthesizedWhitespace)):
         return comma
-    first = after.first_line.with_changes(whitespace=before.first_line.whitespace, comment=before.first_line.comment)
-    return comma.with_changes(whitespace_after=after.with_changes(first_line=first))
+    return comma.with_changes(whitespace_after=part(after, before))
 
 
-def _with_leading(comma: cst.Comma | cst.MaybeSentinel,
-                  source: cst.Comma | cst.MaybeSentinel) -> cst.Comma | cst.MaybeSentinel:
-    """``comma`` with the lines that ``source`` puts before the next argument, if both break the line."""
-    if not (isinstance(comma, cst.Comma) and isinstance(source, cst.Comma)):
-        return comma
-    after, before = comma.whitespace_after, source.whitespace_after
-    if not (isinstance(after, cst.ParenthesizedWhitespace) and isinstance(before, cst.ParenthesizedWhitespace)):
-        return comma
-    return comma.with_changes(whitespace_after=after.with_changes(empty_lines=before.empty_lines))
+def _trailing(after: cst.ParenthesizedWhitespace, before: cst.ParenthesizedWhitespace) -> cst.ParenthesizedWhitespace:
+    """The end of ``before``'s line (the trailing comment), in ``after``."""
+    end = before.first_line
+    return after.with_changes(first_line=after.first_line.with_changes(whitespace=end.whitespace, comment=end.comment))
+
+
+def _leading(after: cst.ParenthesizedWhitespace, before: cst.ParenthesizedWhitespace) -> cst.ParenthesizedWhitespace:
+    """The lines ``before`` puts above the next argument (full-line comments), in ``after``."""
+    return after.with_changes(empty_lines=before.empty_lines)

@@ -45,19 +45,12 @@ class Resolved:
     """A dotted name; ``anchored`` when it is absolute, not when it came from a relative import.
 
     The package of a relative import is only known as far as the file's
-    directories go, so such a name *ends* with the real full name:
-    :meth:`means` compares the tail.
+    directories go, so such a name *ends* with the real full name, which
+    :meth:`candidates` tries from the longest.
     """
 
     parts: tuple[str, ...]
     anchored: bool
-
-    def means(self, full_name: str) -> bool:
-        """Whether this is ``full_name`` (``megatron.core.tensor_parallel.mappings.all_to_all``)."""
-        wanted = tuple(full_name.split("."))
-        if self.anchored:
-            return self.parts == wanted
-        return len(self.parts) >= len(wanted) and self.parts[len(self.parts) - len(wanted):] == wanted
 
     def candidates(self) -> Iterator[str]:
         """The full names it may be, longest first (one for an absolute name)."""
