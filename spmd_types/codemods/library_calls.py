@@ -71,17 +71,16 @@ def lookup(name: Resolved) -> Entry | None:
 class Plan:
     """A call of ``equivalent`` as ``spmd_types.<call>(x, axis, src=..., dst=dst)``.
 
-    ``tensor`` and ``group`` are the indices of the call's arguments that hold
-    the tensor and the process group; ``group`` is ``None`` when the library's
-    default group is meant, which ``default_group`` (a getter's full name)
-    returns.
+    ``tensor`` is the index of the call's argument that holds the tensor;
+    ``group`` that of the argument holding the process group, or, where the
+    library's default group is meant, the full name of the getter that
+    returns it.
     """
 
     equivalent: Equivalent
     dst: Endpoint
     tensor: int
-    group: int | None
-    default_group: str | None
+    group: int | str
 
 
 def plan(entry: Entry, call: cst.Call) -> Plan | str:
@@ -121,11 +120,11 @@ def _plan_equivalent(equivalent: Equivalent, call: cst.Call) -> Plan | str:
         ):
             return ("the group would move after the tensor, which changes the order in which the two "
                     "arguments are evaluated")
-        return Plan(equivalent, dst, bound[equivalent.tensor], group, None)
+        return Plan(equivalent, dst, bound[equivalent.tensor], group)
     getter = _default_group(equivalent)
     if getter is None:
         return f"its {equivalent.group} is None or left out, and {equivalent.name} has no default group"
-    return Plan(equivalent, dst, bound[equivalent.tensor], None, getter)
+    return Plan(equivalent, dst, bound[equivalent.tensor], getter)
 
 
 def _bind(call: cst.Call, parameters: tuple[str, ...]) -> dict[str, int] | str:

@@ -149,20 +149,22 @@ class _Migrate(VisitorBasedCodemodCommand):
         tensor = call.args[plan.tensor].value
         if equivalent.reshapes_to_2d:
             tensor = _flattened(tensor)
-        group = call.args[plan.group].value if plan.group is not None else None
-        draft = _new_arguments(call, plan, tensor, group or _PLACEHOLDER, _PLACEHOLDER, _PLACEHOLDER)
+        # The default group's getter is called once the module's names for it are known.
+        axis = call.args[plan.group].value if isinstance(plan.group, int) else _PLACEHOLDER
+        draft = _new_arguments(call, plan, tensor, axis, _PLACEHOLDER, _PLACEHOLDER)
         if comments(draft) < comments(call.args):
             return "a comment among its arguments would have no place in the new call"
         markers = sorted({name for t in (equivalent.src, plan.dst) for name in _marker_names(t)})
         needed = [f"{_RUNTIME}.{equivalent.call}", *(f"{_RUNTIME}.{m}" for m in markers)]
-        if plan.default_group is not None:
-            needed.append(plan.default_group)
+        if isinstance(plan.group, str):
+            needed.append(plan.group)
         assert self._namer is not None  # set by visit_Module
         spelled = self._namer.spell(needed)
         if spelled is None:
             return f"every way of naming {needed[0]} here would shadow a name the file uses"
         names = dict(zip(needed, spelled))
-        axis = group if group is not None else cst.Call(func=names[needed[-1]])
+        if isinstance(plan.group, str):
+            axis = cst.Call(func=names[plan.group])
         src, dst = (_endpoint(t, names) for t in (equivalent.src, plan.dst))
         args = _new_arguments(call, plan, tensor, axis, src, dst)
         return call.with_changes(func=names[needed[0]], args=args), equivalent.spelled(plan.dst)
@@ -177,7 +179,7 @@ def _new_arguments(call: cst.Call, plan: Plan, tensor: cst.BaseExpression, axis:
     """``(tensor, axis, src=src, dst=dst)`` in the layout of ``call``'s arguments."""
     return laid_out(call.args, [
         (cst.Arg(tensor), plan.tensor),
-        (cst.Arg(axis), plan.group),
+        (cst.Arg(axis), plan.group if isinstance(plan.group, int) else None),
         (cst.Arg(src, keyword=cst.Name("src"), equal=_TIGHT), None),
         (cst.Arg(dst, keyword=cst.Name("dst"), equal=_TIGHT), None),
     ])

@@ -351,6 +351,6 @@ def test_a_plan_names_the_group_argument_or_the_default_getter() -> None:
     equivalent = EQUIVALENTS["megatron.core.tensor_parallel.mappings.gather_from_sequence_parallel_region"]
     with_group = plan(equivalent, cst.parse_expression("f(x, False, g)"))
     without = plan(equivalent, cst.parse_expression("f(input_=x)"))
-    assert with_group == Plan(equivalent, equivalent.variant.dst_if_false, 0, 2, None)
-    assert without == Plan(equivalent, equivalent.dst, 0, None,
+    assert with_group == Plan(equivalent, equivalent.variant.dst_if_false, 0, 2)
+    assert without == Plan(equivalent, equivalent.dst, 0,
                            "megatron.core.parallel_state.get_tensor_model_parallel_group")
