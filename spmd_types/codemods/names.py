@@ -27,7 +27,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.helpers import get_full_name_for_node
 from libcst.metadata import Scope
 
-__all__ = ["Namer", "Resolved", "package_of", "resolve"]
+__all__ = ["Binding", "Namer", "Resolved", "package_of", "resolve", "top_level_bindings"]
 
 
 def package_of(path: PurePath) -> tuple[str, ...]:
@@ -77,7 +77,7 @@ def resolve(qualified: str, package: tuple[str, ...]) -> Resolved | None:
 
 
 @dataclass(frozen=True)
-class _Binding:
+class Binding:
     """A name that one top-level import binds, and the modules reachable through it.
 
     ``import a.b.c`` binds ``a`` to module ``a`` and makes ``a.b`` and
@@ -100,8 +100,8 @@ class _Names:
     """
 
     taken: set[str]
-    bindings: list[_Binding]
-    added: list[_Binding] = field(default_factory=list)
+    bindings: list[Binding]
+    added: list[Binding] = field(default_factory=list)
     spelled: dict[str, str] = field(default_factory=dict)
 
     def copy(self) -> _Names:
@@ -118,7 +118,7 @@ class _Names:
                 return binding.name + full_name[len(binding.target):]
         if name not in self.taken:
             self.taken.add(name)
-            self.bindings.append(_Binding(name, full_name, (full_name,)))
+            self.bindings.append(Binding(name, full_name, (full_name,)))
             imports.append((module, name))
             return name
         if any(module in binding.reachable for binding in self.added):
@@ -126,7 +126,7 @@ class _Names:
         top = module.partition(".")[0]
         if top not in self.taken:
             self.taken.add(top)
-            self.added.append(_Binding(top, top, _prefixes(module)))
+            self.added.append(Binding(top, top, _prefixes(module)))
             imports.append((module, None))
             return full_name
         return None
@@ -147,7 +147,7 @@ class Namer:
     def __init__(self, module: cst.Module, scopes: Collection[Scope], context: CodemodContext) -> None:
         self._context = context
         counts = _binding_counts(scopes)
-        bindings = [b for b in _top_level_bindings(module) if counts.get(b.name) == 1]
+        bindings = [b for b in top_level_bindings(module) if counts.get(b.name) == 1]
         self._names = _Names(_used_names(scopes), bindings)
 
     def spell(self, full_names: Sequence[str]) -> list[cst.BaseExpression] | None:
@@ -189,11 +189,11 @@ def _prefixes(dotted: str) -> tuple[str, ...]:
     return tuple(".".join(parts[: n + 1]) for n in range(len(parts)))
 
 
-def _top_level_bindings(module: cst.Module) -> Iterator[_Binding]:
-    """The names that top-level absolute imports bind.
+def top_level_bindings(module: cst.Module) -> Iterator[Binding]:
+    """What each top-level absolute import binds, in order: ``import torch.nn as nn`` binds ``nn`` to ``torch.nn``.
 
-    A relative import's package is known only as far as the file's directories
-    go, so its names are not reused for full names.
+    Relative imports are left out: a file's package is known only as far as
+    its directories go, so the full names they bind are not.
     """
     for statement in module.body:
         if not isinstance(statement, cst.SimpleStatementLine):
@@ -205,10 +205,10 @@ def _top_level_bindings(module: cst.Module) -> Iterator[_Binding]:
                     if dotted is None:
                         continue
                     if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                        yield _Binding(alias.asname.name.value, dotted, (dotted,))
+                        yield Binding(alias.asname.name.value, dotted, (dotted,))
                     else:
                         top = dotted.partition(".")[0]
-                        yield _Binding(top, top, _prefixes(dotted))
+                        yield Binding(top, top, _prefixes(dotted))
             elif (isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None
                   and not isinstance(small.names, cst.ImportStar)):
                 source = get_full_name_for_node(small.module)
@@ -221,7 +221,7 @@ def _top_level_bindings(module: cst.Module) -> Iterator[_Binding]:
                     bound = alias.asname.name if alias.asname is not None else alias.name
                     if isinstance(bound, cst.Name):
                         target = f"{source}.{imported}"
-                        yield _Binding(bound.value, target, (target,))
+                        yield Binding(bound.value, target, (target,))
 
 
 def _binding_counts(scopes: Collection[Scope]) -> Mapping[str, int]:
