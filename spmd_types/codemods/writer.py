@@ -31,6 +31,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.codemod.visitors import AddImportsVisitor
 
+from spmd_types.codemods.names import top_level_bindings
 from spmd_types.codemods.observations import RESULT, ClassTypes, Note, Observation, Value
 from spmd_types.typesystem.local_types import LocalType, Shard
 from spmd_types.typesystem.spmd_type import SpmdType
@@ -89,36 +90,9 @@ class _Spelling:
     parameter_import: tuple[str, str] | None
 
 
-def _bindings(module: cst.Module) -> dict[str, str]:
-    """What each name bound by a top-level absolute import stands for: ``{"nn": "torch.nn", "torch": "torch"}``."""
-    bound: dict[str, str] = {}
-    for statement in module.body:
-        if not isinstance(statement, cst.SimpleStatementLine):
-            continue
-        for small in statement.body:
-            if isinstance(small, cst.Import):
-                for alias in small.names:
-                    full = cst.helpers.get_full_name_for_node(alias.name) or ""
-                    if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                        bound[alias.asname.name.value] = full
-                    else:
-                        top = full.split(".")[0]
-                        bound[top] = top
-            elif (isinstance(small, cst.ImportFrom) and small.module is not None and not small.relative
-                  and not isinstance(small.names, cst.ImportStar)):
-                source = cst.helpers.get_full_name_for_node(small.module)
-                for alias in small.names:
-                    if not isinstance(alias.name, cst.Name):
-                        continue
-                    local = alias.asname.name if alias.asname is not None else alias.name
-                    if isinstance(local, cst.Name):
-                        bound[local.value] = f"{source}.{alias.name.value}"
-    return bound
-
-
 def _spelling(module: cst.Module) -> _Spelling:
     """``Tensor`` and ``nn.Parameter`` as the module's top-level imports bind them (to be imported if unbound)."""
-    local_of = {what: local for local, what in _bindings(module).items()}
+    local_of = {binding.target: binding.name for binding in top_level_bindings(module)}
     if "torch.Tensor" in local_of:
         tensor, tensor_import = local_of["torch.Tensor"], None
     elif "torch" in local_of:

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.ecosystem import EQUIVALENTS as EQUIVALENTS
     from spmd_types.typesystem.ecosystem import GROUP_GETTERS as GROUP_GETTERS
     from spmd_types.typesystem.ecosystem import IN_PLACE as IN_PLACE
+    from spmd_types.typesystem.ecosystem import REEXPORTS as REEXPORTS
     from spmd_types.typesystem.ecosystem import ROLES as ROLES
     from spmd_types.typesystem.ecosystem import Equivalent as Equivalent
     from spmd_types.typesystem.ecosystem import InPlace as InPlace
@@ -124,7 +125,8 @@ _DEFINED_IN: dict[str, str] = {
     **dict.fromkeys(("Plan", "Step", "plan_redistribute", "plan_via_replicated"), "planner"),
     **dict.fromkeys(("summed_replicated_term", "sums_over_axis"), "summation"),
     **dict.fromkeys(
-        ("EQUIVALENTS", "GROUP_GETTERS", "IN_PLACE", "ROLES", "Equivalent", "InPlace", "check_in_place"), "ecosystem"
+        ("EQUIVALENTS", "GROUP_GETTERS", "IN_PLACE", "REEXPORTS", "ROLES", "Equivalent", "InPlace", "check_in_place"),
+        "ecosystem",
     ),
 }
 
