@@ -19,11 +19,10 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("libcst")
 
-from tests.codemods.roundtrip import declared, input_types, load, module_example_run, training_example_run
-from tests.codemods.stripping import strip
-
 from spmd_types.codemods.observe import observe
 from spmd_types.codemods.writer import write_annotations
+from tests.codemods.roundtrip import declared, input_types, load, module_example_run, training_example_run
+from tests.codemods.stripping import strip
 from tests.examples.example_catalog import ROOT, correct_examples, source
 from tests.plugin.harness import config_text, run_mypy
 
