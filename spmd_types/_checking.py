@@ -571,7 +571,7 @@ class _Op:
             out = func(*args, **kwargs)
             if not _has_tensor(out):
                 return out  # size(), item(), tolist() and the like
-        if any(isinstance(items[k], SpmdType) and _has_shard(items[k]) for k in range(1, len(items), 2)):
+        if any(isinstance(t, SpmdType) and _has_shard(t) for t in items[1::2]):
             outcome, params = self._sharded_outcome(tags, args, kwargs, tuple(passed), torch.is_grad_enabled())
         else:
             outcome, params = self._outcome(tuple(items), tuple(passed), torch.is_grad_enabled())
