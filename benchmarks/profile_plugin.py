@@ -79,7 +79,7 @@ class HookTimer:
 
     @contextmanager
     def installed(self) -> Iterator[None]:
-        from spmd_mypy import ops
+        from spmd_mypy import fullnames
         from spmd_mypy.plugin import SpmdPlugin
 
         originals = {}
@@ -88,12 +88,12 @@ class HookTimer:
             if getter == "get_function_hook":
                 if fullname.startswith("spmd_types."):
                     return "function: spmd collective/cast"
-                if ops.public_function_name(fullname) is not None:
+                if fullnames.public_function_name(fullname) is not None:
                     return "function: torch op"
                 return "function: user callable (boundary)"
             if getter == "get_method_hook":
                 owner = fullname.rpartition(".")[0]
-                return "method: tensor op" if owner in ops.TENSOR_RECEIVERS else "method: user (boundary)"
+                return "method: tensor op" if owner in fullnames.TENSOR_RECEIVERS else "method: user (boundary)"
             return {"get_function_signature_hook": "signature: user function",
                     "get_method_signature_hook": "signature: user method",
                     "get_attribute_hook": "attribute: tensor property",

@@ -15,14 +15,11 @@ SPMD type in its canonical text form.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
 
-from mypy.nodes import MypyFile
 from mypy.plugin import AnalyzeTypeContext
 from mypy.types import (
     AnyType,
     Instance,
-    ProperType,
     RawExpressionType,
     Type,
     TypeOfAny,
@@ -32,48 +29,37 @@ from mypy.types import (
 
 from spmd_mypy.compat import analyze_base, analyzed_file, analyzed_module, lookup_type_name
 from spmd_mypy.config import PluginOptions
-from spmd_mypy.encoding import PARAMETER_CLASS, PROCESS_GROUP_CLASS, TENSOR_CLASS, Encoder
+from spmd_mypy.encoding import Encoder, is_tensor
 from spmd_mypy.error_codes import ANNOTATION, CODES
-from spmd_types.typesystem import AnnotationError, Code, SpmdType, spmd_type_from_metadata
-from spmd_types.typesystem.annotations import Axis, AxisTypes, axis_types_marker, markers_from_text, shard_marker
-from spmd_types.typesystem.local_types import I, LocalType, P, R, V
-
-__all__ = ["ANNOTATED_NAMES", "SPMD_ALIAS", "StubsWarned", "analyze"]
-
-ANNOTATED_NAMES: Final = ("typing.Annotated", "typing_extensions.Annotated")
-SPMD_ALIAS: Final = "spmd_types.typesystem.annotations.Spmd"
-
-# Marker objects by the full names they can be imported under.
-_LOCAL_TYPES: Final[dict[str, LocalType]] = {
-    f"{module}.{t.code}": t
-    for module in ("spmd_types", "spmd_types.typesystem", "spmd_types.typesystem.local_types")
-    for t in (R, I, V, P)
-}
-_SHARD_NAMES: Final = frozenset(
-    f"{module}.{name}"
-    for module in ("spmd_types", "spmd_types.typesystem", "spmd_types.typesystem.local_types")
-    for name in ("S", "Shard")
+from spmd_mypy.fullnames import AXIS_MARKERS, LOCAL_TYPE_MARKERS, PARAMETER, PROCESS_GROUP, SHARD_MARKERS, STR, TENSOR
+from spmd_mypy.session import Session, StubsWarned
+from spmd_types.typesystem import (
+    LOCAL_TYPES,
+    AnnotationError,
+    Axis,
+    AxisTypes,
+    Code,
+    SpmdType,
+    axis_types_marker,
+    markers_from_text,
+    shard_marker,
+    spmd_type_from_metadata,
 )
-_AXIS_NAMES: Final = frozenset({"spmd_types.Axis", "spmd_types.typesystem.Axis",
-                                "spmd_types.typesystem.annotations.Axis"})
 
-
-StubsWarned = dict[str, tuple[MypyFile | None, int, int]]
-"""Per module: the parsed file and the position of the annotation told that the stubs are missing."""
+__all__ = ["analyze"]
 
 
 class _Bad(Exception):
     """A malformed annotation; the message is for the user."""
 
 
-def analyze(
-    ctx: AnalyzeTypeContext, encoder: Encoder, options: PluginOptions, is_alias_form: bool, warned: StubsWarned
-) -> Type:
+def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> Type:
     """The type an ``Annotated[...]`` or ``Spmd[...]`` annotation stands for.
 
-    ``warned`` records, per module, the annotation told that the stubs are missing (one
-    error per module, not one per annotation).
+    That the stubs are missing is told once per module, not once per
+    annotation (see :func:`_stubs_missing`).
     """
+    encoder = Encoder(session.modules, ctx.api.named_type(STR, []))
     args = ctx.type.args
     if len(args) < 2:
         what = "Spmd[...] needs a tensor type and an SPMD type" if is_alias_form else (
@@ -94,9 +80,9 @@ def analyze(
     if isinstance(axes_or_type, str):
         typed = _axis_group(ctx, base, axes_or_type, encoder)
     else:
-        typed = _tensor(ctx, base, axes_or_type, encoder, options)
+        typed = _tensor(ctx, base, axes_or_type, encoder, session.options)
     if typed is None:
-        _stubs_missing(ctx, encoder, warned)
+        _stubs_missing(ctx, encoder, session.stubs_warned)
     return typed or base
 
 
@@ -121,9 +107,9 @@ def _read_metadata(ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_f
                 raise _Bad('Spmd[...] takes a tensor type and SPMD markers or a string such as "dp:R, tp:V"')
             continue  # another library's metadata
         fullname = lookup_type_name(ctx.api, item.name, ctx.context)
-        if fullname in _AXIS_NAMES:
+        if fullname in AXIS_MARKERS:
             axes.add(_axis_name(item))
-        elif fullname in _LOCAL_TYPES or fullname in _SHARD_NAMES:
+        elif fullname in LOCAL_TYPE_MARKERS or fullname in SHARD_MARKERS:
             markers.append(_marker(item, fullname))
         elif is_alias_form:
             raise _Bad(f"Spmd[...]: {item.name} is not an SPMD marker (R, I, V, P or S)")
@@ -149,14 +135,14 @@ def _string_arg(arg: Type, marker: str) -> str:
 
 
 def _marker(item: UnboundType, fullname: str) -> AxisTypes:
-    local = _LOCAL_TYPES.get(fullname)
+    code = LOCAL_TYPE_MARKERS.get(fullname)
     short = item.name.rpartition(".")[2]
-    if local is not None:
+    if code is not None:
         if not item.args:
             raise _Bad(f'{short} needs mesh-axis names: {short}["dp"]')
         names = tuple(_string_arg(arg, short) for arg in item.args)
         try:
-            return axis_types_marker(local, names)
+            return axis_types_marker(LOCAL_TYPES[code], names)
         except AnnotationError as error:
             raise _Bad(str(error)) from None
     # A shard: S["tp", 0].
@@ -185,11 +171,11 @@ def _tensor(
 ) -> Type | None:
     """The SPMD-typed tensor; ``base`` after a reported mistake; ``None`` if it cannot be written."""
     proper = get_proper_type(base)
-    if not _is_instance_of(proper, TENSOR_CLASS):
+    if not is_tensor(proper):
         _fail(ctx, f"SPMD types apply to tensors, not to {base}", Code.ANNOTATION)
         return base
     assert isinstance(proper, Instance)
-    if proper.type.fullname not in (TENSOR_CLASS, PARAMETER_CLASS):
+    if proper.type.fullname not in (TENSOR, PARAMETER):
         _fail(ctx, f"SPMD types apply to torch.Tensor and nn.Parameter, not to {proper.type.name}",
               Code.ANNOTATION)
         return base
@@ -199,7 +185,7 @@ def _tensor(
 
 def _axis_group(ctx: AnalyzeTypeContext, base: Type, axis: str, encoder: Encoder) -> Type | None:
     proper = get_proper_type(base)
-    if not _is_instance_of(proper, PROCESS_GROUP_CLASS):
+    if not (isinstance(proper, Instance) and proper.type.has_base(PROCESS_GROUP)):
         _fail(ctx, f"Axis[...] applies to a ProcessGroup, not to {base}", Code.ANNOTATION)
         return base
     return encoder.axis_group(axis)
@@ -241,10 +227,6 @@ def _check_axes(ctx: AnalyzeTypeContext, named: tuple[str, ...], options: Plugin
         if missing:
             _fail(ctx, f"strict_axes: the annotation does not say the type on {', '.join(map(repr, missing))}",
                   Code.AXIS)
-
-
-def _is_instance_of(typ: ProperType, fullname: str) -> bool:
-    return isinstance(typ, Instance) and typ.type.has_base(fullname)
 
 
 def _fail(ctx: AnalyzeTypeContext, message: str, code: Code) -> None:

@@ -1,25 +1,28 @@
-"""Declared boundaries: parameters of annotated callables, and return values.
+"""Declared boundaries: parameters of annotated callables, return values, annotated variables.
 
 At a call of a function, method, ``nn.Module`` (typed by its ``forward``) or
-``torch.autograd.Function.apply`` whose parameters have SPMD types, a
-signature hook first replaces those types by their plain tensor class, so that
-mypy's own check accepts any tensor (an unannotated tensor is accepted like
-``Any``, and an axis the parameter does not mention is unknown).  The return
-hook of the same call then compares every argument with the declared type
+``torch.autograd.Function.apply`` whose parameters have SPMD types, the
+signature hook (:func:`relax_function`, :func:`relax_method`) first replaces
+those types by their plain tensor class, so that mypy's own check accepts any
+tensor (an unannotated tensor is accepted like ``Any``, and an axis the
+parameter does not mention is unknown), and leaves the declared signature with
+the session for the call.  The return hook of the same call
+(:func:`check_call`) then compares every argument with the declared type
 exactly, per axis, and reports ``spmd-boundary`` errors with the fix.
 
-A ``return <call>`` is checked the same way against the declared return type;
-a ``return name`` is left to mypy's own check of the encoded types.
+A computed value that is returned, or assigned to a variable with an SPMD
+annotation, is compared with the declaration by :func:`fit_declared`, which
+the dispatcher applies to the result of every call checked
+(:func:`spmd_mypy.hooks.finish`); a ``return name`` is left to mypy's own check
+of the encoded types.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final
 
 from mypy.nodes import ARG_POS, Context, Decorator, Expression, FuncDef, TypeInfo
-from mypy.plugin import CheckerPluginInterface
+from mypy.plugin import CheckerPluginInterface, FunctionContext, FunctionSigContext, MethodContext, MethodSigContext
 from mypy.types import (
     AnyType,
     CallableType,
@@ -31,35 +34,39 @@ from mypy.types import (
     Type,
     TypeAliasType,
     TypeOfAny,
+    TypeType,
     UnionType,
     get_proper_type,
 )
 
-from spmd_mypy.compat import declared_return_type, is_declaration
-from spmd_mypy.encoding import AXIS_GROUP, SPMD_PARAMETER, SPMD_TENSOR, TENSOR_CLASS, Divergent, Encoder
+from spmd_mypy.compat import bind_method, declared_return_type, is_declaration
+from spmd_mypy.encoding import Divergent, Encoder, is_tensor
+from spmd_mypy.fullnames import AXIS_GROUP, SPMD_TENSORS, SPMD_TYPED
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
-from spmd_types.typesystem import Code, SpmdType, Violation, check_fits
-from spmd_types.typesystem.collectives import Endpoint, retargeted
-from spmd_types.typesystem.violations import RETURN_VALUE, argument_site
+from spmd_mypy.verdict import Verdict
+from spmd_types.typesystem import (
+    RETURN_VALUE,
+    SpmdType,
+    Violation,
+    argument_site,
+    check_fits,
+    check_group,
+    paths_disagree,
+    retargeted,
+)
 
 __all__ = [
-    "AUTOGRAD_FUNCTION",
-    "MODULE",
-    "Producer",
-    "as_computed",
-    "check_arguments",
+    "check_call",
     "fit_declared",
-    "forward_signature",
     "has_spmd",
-    "relax",
+    "relax_function",
+    "relax_method",
+    "report_divergent",
     "signature_of",
 ]
 
-MODULE: Final = "torch.nn.modules.module.Module"
-AUTOGRAD_FUNCTION: Final = "torch.autograd.function.Function"
-_TENSORS: Final = frozenset({SPMD_TENSOR, SPMD_PARAMETER})
-_TYPED: Final = _TENSORS | {AXIS_GROUP}
+_RELAXED_LIMIT: Final = 10_000  # call sites awaiting their return hook; a safety bound for the daemon
 
 
 def has_spmd(typ: Type, seen: frozenset[TypeAliasType] = frozenset()) -> bool:
@@ -73,33 +80,10 @@ def has_spmd(typ: Type, seen: frozenset[TypeAliasType] = frozenset()) -> bool:
         seen = seen | {typ}
     proper = get_proper_type(typ)
     if isinstance(proper, Instance):
-        return proper.type.fullname in _TYPED or any(has_spmd(a, seen) for a in proper.args)
+        return proper.type.fullname in SPMD_TYPED or any(has_spmd(a, seen) for a in proper.args)
     if isinstance(proper, (UnionType, TupleType)):
         return any(has_spmd(t, seen) for t in proper.items)
     return False
-
-
-def relax(signature: CallableType) -> CallableType:
-    """``signature`` with SPMD parameter types replaced by their plain classes.
-
-    Inside a container (``list[...]``, invariant in mypy) they become ``Any``,
-    so that a list of SPMD-typed tensors still matches.
-    """
-    return signature.copy_modified(arg_types=[_plain(t, nested=False) for t in signature.arg_types])
-
-
-def _plain(typ: Type, nested: bool) -> Type:
-    proper = get_proper_type(typ)
-    if isinstance(proper, Instance):
-        if proper.type.fullname in _TYPED:
-            return AnyType(TypeOfAny.special_form) if nested else proper.type.bases[0]
-        if proper.args:
-            return proper.copy_modified(args=[_plain(a, nested=True) for a in proper.args])
-    if isinstance(proper, UnionType):
-        return UnionType([_plain(t, nested) for t in proper.items])
-    if isinstance(proper, TupleType):
-        return proper.copy_modified(items=[_plain(t, nested=True) for t in proper.items])
-    return typ
 
 
 def signature_of(node: object) -> CallableType | None:
@@ -111,7 +95,86 @@ def signature_of(node: object) -> CallableType | None:
     return proper if isinstance(proper, CallableType) else None
 
 
-def forward_signature(info: TypeInfo) -> CallableType | None:
+def report_divergent(verdict: Verdict, expr: Expression, found: Divergent, *, speculative: bool = False) -> None:
+    """A value whose SPMD type depends on the branch taken: an error unless declared."""
+    verdict.report([paths_disagree(found.types)], expr, f'"{spell(expr)}"', speculative=speculative)
+
+
+# -- calls of declared callables ---------------------------------------------------------
+
+
+def relax_function(session: Session, ctx: FunctionSigContext) -> FunctionLike:
+    """The signature mypy checks a call of a declared function with: its SPMD parameters relaxed."""
+    return _relaxed(session, ctx.context, ctx.default_signature)
+
+
+def relax_method(session: Session, ctx: MethodSigContext, method: str) -> FunctionLike:
+    """The signature mypy checks a call of a declared method with: its SPMD parameters relaxed.
+
+    Calling an ``nn.Module`` calls its ``forward`` (with ``self`` bound to the
+    module), and ``Function.apply`` calls the autograd Function's ``forward``
+    (without its ``ctx``).
+    """
+    signature: CallableType | None = ctx.default_signature
+    receiver = get_proper_type(ctx.type)
+    if method == "__call__" and isinstance(receiver, Instance):
+        forward = _forward_signature(receiver.type)
+        bound = bind_method(forward, receiver) if forward is not None else None
+        signature = bound if isinstance(bound, CallableType) else None
+    elif method == "apply":
+        info = _class_of(receiver)
+        forward = _forward_signature(info) if info is not None else None
+        signature = _drop_first(forward) if forward is not None else None
+    if signature is None:
+        return ctx.default_signature
+    return _relaxed(session, ctx.context, signature)
+
+
+def _relaxed(session: Session, call: Context, signature: CallableType) -> CallableType:
+    """``signature`` relaxed; the call remembers it, for :func:`check_call` to check the arguments exactly."""
+    relaxed = session.relaxed
+    if len(relaxed) > _RELAXED_LIMIT:
+        relaxed.clear()
+    if call in relaxed and relaxed[call] != signature:  # the call expression: hashable by identity
+        relaxed[call] = None  # several overloads were tried: do not guess which one matched
+    else:
+        relaxed[call] = signature
+    return _relax(signature)
+
+
+def check_call(session: Session, ctx: FunctionContext | MethodContext, callee: str) -> Verdict:
+    """A call of a declared callable: each argument fits its parameter; the result is a value like any other."""
+    verdict = Verdict(returns=_as_computed(session, ctx.api, ctx.default_return_type), fit=True)
+    declared = session.relaxed.pop(ctx.context, None)
+    if declared is not None:
+        _check_arguments(verdict, declared, ctx, callee)
+    return verdict
+
+
+def _relax(signature: CallableType) -> CallableType:
+    """``signature`` with SPMD parameter types replaced by their plain classes.
+
+    Inside a container (``list[...]``, invariant in mypy) they become ``Any``,
+    so that a list of SPMD-typed tensors still matches.
+    """
+    return signature.copy_modified(arg_types=[_plain(t, nested=False) for t in signature.arg_types])
+
+
+def _plain(typ: Type, nested: bool) -> Type:
+    proper = get_proper_type(typ)
+    if isinstance(proper, Instance):
+        if proper.type.fullname in SPMD_TYPED:
+            return AnyType(TypeOfAny.special_form) if nested else proper.type.bases[0]
+        if proper.args:
+            return proper.copy_modified(args=[_plain(a, nested=True) for a in proper.args])
+    if isinstance(proper, UnionType):
+        return UnionType([_plain(t, nested) for t in proper.items])
+    if isinstance(proper, TupleType):
+        return proper.copy_modified(items=[_plain(t, nested=True) for t in proper.items])
+    return typ
+
+
+def _forward_signature(info: TypeInfo) -> CallableType | None:
     """The signature of ``forward`` of a module or autograd Function class, if annotated."""
     method = info.get_method("forward")
     if not isinstance(method, (FuncDef, Decorator)):
@@ -119,7 +182,7 @@ def forward_signature(info: TypeInfo) -> CallableType | None:
     return signature_of(method)
 
 
-def drop_first(signature: FunctionLike) -> CallableType | None:
+def _drop_first(signature: FunctionLike) -> CallableType | None:
     """``signature`` without its first parameter (``self`` or an autograd ``ctx``)."""
     if not isinstance(signature, CallableType) or not signature.arg_types:
         return None
@@ -130,28 +193,46 @@ def drop_first(signature: FunctionLike) -> CallableType | None:
     )
 
 
-def check_arguments(
-    session: Session,
-    api: CheckerPluginInterface,
-    declared: CallableType,
-    arg_types: Sequence[Sequence[Type]],
-    args: Sequence[Sequence[Expression]],
-    context: Context,
-    callee: str,
+def _class_of(typ: object) -> TypeInfo | None:
+    """The class a class object (``MyFunction`` in ``MyFunction.apply``) stands for."""
+    if isinstance(typ, CallableType) and typ.is_type_obj():
+        return typ.type_object()
+    if isinstance(typ, TypeType) and isinstance(typ.item, Instance):
+        return typ.item.type
+    return None
+
+
+def _as_computed(session: Session, api: CheckerPluginInterface, typ: Type) -> Type:
+    """A call's declared result type, as the value it is at the call site.
+
+    The declaration belongs to the callee; in the caller the result is a value
+    like any other, so ``a = f(x)`` does not make ``a`` declared, and without
+    ``allow_redefinition`` ``a`` can still be re-bound (see
+    :mod:`spmd_mypy.encoding`).
+    """
+    proper = get_proper_type(typ)
+    if not isinstance(proper, Instance) or proper.type.fullname not in SPMD_TENSORS or not is_declaration(proper):
+        return typ
+    spmd = Encoder.read(proper)
+    if not isinstance(spmd, SpmdType) or not proper.type.bases:
+        return typ
+    return session.encoder(api).tensor(spmd, proper.type.bases[0], inferred=True) or typ
+
+
+def _check_arguments(
+    verdict: Verdict, declared: CallableType, ctx: FunctionContext | MethodContext, callee: str
 ) -> None:
     """Report each argument whose SPMD type does not fit its declared parameter."""
-    for formal, name, actual_types, exprs in zip(declared.arg_types, declared.arg_names, arg_types, args):
+    for formal, name, actual_types, exprs in zip(declared.arg_types, declared.arg_names, ctx.arg_types, ctx.args):
         if not has_spmd(formal):
             continue
         for actual, expr in zip(actual_types, exprs):
             where = argument_site(name, callee)
-            violations = _compare(session, api, actual, formal, expr)
-            session.reporter.violations(api, violations, expr, where, value=spell(expr))
+            violations = _compare(verdict, actual, formal, expr)
+            verdict.report(violations, expr, where, value=spell(expr))
 
 
-def _compare(
-    session: Session, api: CheckerPluginInterface, actual: Type, formal: Type, expr: Expression
-) -> list[Violation]:
+def _compare(verdict: Verdict, actual: Type, formal: Type, expr: Expression) -> list[Violation]:
     want, have = get_proper_type(formal), get_proper_type(actual)
     if isinstance(want, Instance) and want.type.fullname == AXIS_GROUP:
         return _compare_groups(have, want)
@@ -159,57 +240,32 @@ def _compare(
     if isinstance(declared, SpmdType):
         value = Encoder.read(have)
         if isinstance(value, Divergent):
-            report_divergent(session, api, expr, value)
+            report_divergent(verdict, expr, value)
             return []
         return list(check_fits(value, declared)) if value is not None else []
     if isinstance(want, UnionType):  # Optional[...]: compare with the one SPMD member
         members = [t for t in want.items if has_spmd(t)]
         if len(members) == 1:
-            return _compare(session, api, actual, members[0], expr)
+            return _compare(verdict, actual, members[0], expr)
     if isinstance(want, Instance) and isinstance(have, Instance) and want.type == have.type:
-        return [v for a, f in zip(have.args, want.args) for v in _compare(session, api, a, f, expr)]
+        return [v for a, f in zip(have.args, want.args) for v in _compare(verdict, a, f, expr)]
     if isinstance(want, TupleType) and isinstance(have, TupleType) and len(want.items) == len(have.items):
-        return [v for a, f in zip(have.items, want.items) for v in _compare(session, api, a, f, expr)]
+        return [v for a, f in zip(have.items, want.items) for v in _compare(verdict, a, f, expr)]
     return []
 
 
 def _compare_groups(have: ProperType, want: Instance) -> list[Violation]:
     want_axis, have_axis = Encoder.read_axis(want), Encoder.read_axis(have)
-    if want_axis is None or have_axis is None or want_axis == have_axis:
+    if want_axis is None or have_axis is None:
         return []
-    reason = f"expected the process group of axis {want_axis!r}, got the one of {have_axis!r}"
-    return [Violation(Code.AXIS, None, reason)]
+    return list(check_group(have_axis, want_axis))
 
 
-def report_divergent(
-    session: Session, api: CheckerPluginInterface, expr: Expression, found: Divergent, *, speculative: bool = False
-) -> None:
-    """A value whose SPMD type depends on the branch taken: an error unless declared."""
-    types = " or ".join(t.describe() for t in found.types)
-    reason = (f"has SPMD type {types} depending on the branch taken (or the loop iteration); "
-              f"make the branches agree, or declare it with one type")
-    session.reporter.violations(api, [Violation(Code.BRANCH, None, reason)], expr, f'"{spell(expr)}"',
-                                speculative=speculative)
-
-
-@dataclass(frozen=True)
-class Producer:
-    """The collective or cast call whose result is being fitted: ``call(x, axis, src=src, ...)``."""
-
-    call: str
-    axis: str
-    src: Endpoint
-    x: str  # how the input is spelled in the source
+# -- values that go into a declaration ---------------------------------------------------
 
 
 def fit_declared(
-    session: Session,
-    api: CheckerPluginInterface,
-    result: Type,
-    context: Context,
-    *,
-    speculative: bool = False,
-    producer: Producer | None = None,
+    session: Session, api: CheckerPluginInterface, result: Type, context: Context, verdict: Verdict
 ) -> Type:
     """Check a computed value against the declared type it goes into; the type to give it.
 
@@ -218,9 +274,10 @@ def fit_declared(
     annotation (its type context is that declaration).  A variable whose type
     was inferred is not a declaration: it may be re-bound to any type.  The
     declared type is given back, so that mypy's own check (which knows
-    neither unknown axes nor shards) agrees.  When a collective ``producer``
-    computed the value, the fix offered on its axis is that call with the
-    declared type as its ``dst``.
+    neither unknown axes nor shards) agrees.  A mismatch is reported into
+    ``verdict``, which also says whether mypy is only trying the expression
+    and, when a collective (its ``producer``) computed the value, that the fix
+    offered on its axis is that call with the declared type as its ``dst``.
     """
     context_type = api.type_context[-1] if api.type_context else None
     declared_result = declared_return_type(api)
@@ -240,37 +297,21 @@ def fit_declared(
         return result
     if value is None:
         # A tensor without an SPMD type is accepted wherever one is declared, like Any.
-        return expected if _is_plain_tensor(result) else result
+        return expected if is_tensor(result) else result
     if not isinstance(value, SpmdType):
         return result
     violations = check_fits(value, declared)
     operands: tuple[str, ...] = ()
+    producer = verdict.producer
     if producer is not None:
         violations = tuple(retargeted(v, producer.call, producer.axis, producer.src, declared.get(v.axis or ""))
                            for v in violations)
         operands = (producer.x,)
     value_name = spell(context) if isinstance(context, Expression) else "x"
-    session.reporter.violations(api, violations, context, where, operands, value=value_name, speculative=speculative)
+    verdict.report(violations, context, where, operands, value=value_name, speculative=verdict.speculative)
     # A value that fits and that mypy accepts as it is keeps its own type, so that a declared
     # variable re-bound to it is narrowed to it (x = all_reduce(x, ..., op="max") is a constant).
     return result if not violations and _any_argument(result) else expected
-
-
-def as_computed(session: Session, api: CheckerPluginInterface, typ: Type) -> Type:
-    """A call's declared result type, as the value it is at the call site.
-
-    The declaration belongs to the callee; in the caller the result is a value
-    like any other, so ``a = f(x)`` does not make ``a`` declared, and without
-    ``allow_redefinition`` ``a`` can still be re-bound (see
-    :mod:`spmd_mypy.encoding`).
-    """
-    proper = get_proper_type(typ)
-    if not isinstance(proper, Instance) or proper.type.fullname not in _TENSORS or not is_declaration(proper):
-        return typ
-    spmd = Encoder.read(proper)
-    if not isinstance(spmd, SpmdType) or not proper.type.bases:
-        return typ
-    return session.encoder(api).tensor(spmd, proper.type.bases[0], inferred=True) or typ
 
 
 def _optional_item(typ: Type) -> Type:
@@ -286,15 +327,10 @@ def _optional_item(typ: Type) -> Type:
 def _any_argument(typ: Type) -> bool:
     """Whether ``typ`` is an SPMD-typed tensor whose mypy type lists no axis (``SpmdTensor[Any]``)."""
     proper = get_proper_type(typ)
-    return (isinstance(proper, Instance) and proper.type.fullname in _TENSORS and len(proper.args) == 1
+    return (isinstance(proper, Instance) and proper.type.fullname in SPMD_TENSORS and len(proper.args) == 1
             and isinstance(get_proper_type(proper.args[0]), AnyType))
-
-
-def _is_plain_tensor(typ: Type) -> bool:
-    proper = get_proper_type(typ)
-    return isinstance(proper, Instance) and proper.type.has_base(TENSOR_CLASS)
 
 
 def _is_declaration(typ: Type) -> bool:
     proper = get_proper_type(typ)
-    return isinstance(proper, Instance) and proper.type.fullname in _TYPED and is_declaration(proper)
+    return isinstance(proper, Instance) and proper.type.fullname in SPMD_TYPED and is_declaration(proper)

@@ -53,19 +53,20 @@ from typing import TYPE_CHECKING, TextIO
 
 import spmd_mypy
 from spmd_mypy import baseline, config, recommended, variants
+from spmd_types.typesystem import Code, Message
 
 if TYPE_CHECKING:
     from mypy.options import Options
 
 __all__ = ["Finding", "Settings", "SetupError", "choose_settings", "find_stubs", "main", "parse_output"]
 
-PLUGIN = "spmd_mypy.plugin"
 CHECKOUT_STUBS = Path(__file__).resolve().parents[1] / "stubs"
 NO_MYPY = (
     "mypy is not installed in this Python environment ({python}); "
     'install it with `pip install "mypy>=2.0,<3"` (or install spmd-typecheck with its [mypy] extra)'
 )
 
+_SPMD_CODES = frozenset(code.value for code in Code)
 _LINE = re.compile(
     r"^(?P<path>.+?):(?P<line>\d+)(?::\d+)*: (?P<kind>error|note): (?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$"
 )
@@ -139,14 +140,16 @@ def choose_settings(paths: Sequence[str], config_file: str | None, scratch: Path
     found = _options([*(["--config-file", config_file] if config_file else []), *paths])
     options = found[1] if found else Options()
     user_config = options.config_file
-    if user_config and PLUGIN in options.plugins:
+    if user_config and config.PLUGIN in options.plugins:
         return Settings(user_config, f"your {user_config}", find_stubs(options))
     if config_file:
-        raise SetupError(f"{config_file} does not load the plugin; add `plugins = {PLUGIN}` to its [mypy] section")
+        raise SetupError(
+            f"{config_file} does not load the plugin; add `plugins = {config.PLUGIN}` to its [mypy] section"
+        )
     chosen, origin = str(scratch / "mypy.ini"), "the recommended settings (spmd-check --print-config)"
     Path(chosen).write_text(recommended.render("ini", skip_torch_internals=True))
     if user_config:
-        origin += f" ({user_config} does not load {PLUGIN})"
+        origin += f" ({user_config} does not load {config.PLUGIN})"
     found = _options(["--config-file", chosen, *paths])
     return Settings(chosen, origin, find_stubs(found[1] if found else Options()))
 
@@ -222,14 +225,12 @@ def _shown(path: Path) -> str:
 
 
 def _explain(finding: Finding) -> list[str]:
-    """The message, with the plugin's suggested fix (and each alternative) on a line of its own."""
-    message, _, fix = finding.message.partition("; fix: ")
-    lines = [message]
-    if fix:
-        first, *others = fix.split("), or ")
-        lines.append("fix: " + first + (")" if others else ""))
-        lines += ["  or " + other + (")" if n < len(others) - 1 else "") for n, other in enumerate(others)]
-    return lines + finding.notes
+    """The message, with each fix the plugin suggests (and each alternative) on a line of its own."""
+    if finding.code not in _SPMD_CODES:
+        return [finding.message, *finding.notes]
+    message = Message.parse(finding.message)
+    fixes = [f"{'fix: ' if n == 0 else '  or '}{fix}" for n, fix in enumerate(message.fixes)]
+    return [message.text, *fixes, *finding.notes]
 
 
 def render(

@@ -1,10 +1,12 @@
 """Collectives and casts of ``spmd_types``: the only calls that change a type on an axis.
 
-For ``all_reduce(x, "tp", src=P, dst=R)`` the hook reads the mesh axis (a
+For ``all_reduce(x, "tp", src=P, dst=R)`` the handler reads the mesh axis (a
 string literal, a ``Final`` string, or a process group annotated with
 ``Axis["tp"]``), the ``src``/``dst`` markers as written, and the input's type
-on that axis; the core checks the call against its table, and the result is
-the input's type with that axis set to ``dst``.  ``assert_type(x, R["tp"])``
+on that axis; the core checks the call against its table
+(:func:`~spmd_types.typesystem.check_call_on_axes` with
+:data:`~spmd_types.typesystem.CALLS`), and the result is the input's type with
+that axis set to ``dst``.  ``assert_type(x, R["tp"])``
 is a checked cast point: ``x`` must fit the asserted type, which it then has.
 """
 
@@ -28,40 +30,37 @@ from mypy.plugin import FunctionContext, MethodContext
 from mypy.types import AnyType, Instance, LiteralType, TupleType, Type, TypeOfAny, get_proper_type
 
 from spmd_mypy import summation
-from spmd_mypy.boundaries import Producer, fit_declared, report_divergent
+from spmd_mypy.boundaries import report_divergent
 from spmd_mypy.compat import final_str_value
-from spmd_mypy.encoding import TENSOR_CLASS, Divergent, Encoder
+from spmd_mypy.encoding import Divergent, Encoder, is_tensor
+from spmd_mypy.fullnames import DEVICE_MESH, LOCAL_TYPE_MARKERS, SHARD_MARKERS, STR, spmd_function
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.verdict import Producer, Verdict
 from spmd_types.typesystem import (
     CALLS,
+    LOCAL_TYPES,
     UNKNOWN,
     AnnotationError,
     Code,
+    Endpoint,
     Shard,
     SpmdType,
     Violation,
+    axis_types_marker,
     check_call_on_axes,
     check_fits,
     flattened_axes,
+    shard_marker,
     spmd_type_from_metadata,
 )
-from spmd_types.typesystem.annotations import axis_types_marker, shard_marker
-from spmd_types.typesystem.collectives import Endpoint
-from spmd_types.typesystem.local_types import I, LocalType, P, R, V
 
 __all__ = [
-    "ASSERT_TYPE", "COLLECTIVES", "apply_call", "by_name", "check_assert_type", "check_collective", "typed_result",
-    "unknown_on",
+    "COLLECTIVES", "apply_call", "by_name", "check_assert_type", "check_collective", "unknown_on",
 ]
 
-COLLECTIVES: Final = {f"spmd_types.{name}": name for name in CALLS}
-_DEVICE_MESH: Final = "torch.distributed.device_mesh.DeviceMesh"
-ASSERT_TYPE: Final = "spmd_types.assert_type"
-
-_MODULES: Final = ("spmd_types", "spmd_types.typesystem", "spmd_types.typesystem.local_types")
-_LOCAL_TYPES: Final[dict[str, LocalType]] = {f"{m}.{t.code}": t for m in _MODULES for t in (R, I, V, P)}
-_SHARD: Final = frozenset(f"{m}.{n}" for m in _MODULES for n in ("S", "Shard"))
+COLLECTIVES: Final = {spmd_function(name): name for name in CALLS}
+"""The collectives and casts of ``spmd_types`` by full name, each with its name in the core's table."""
 
 
 class _Unreadable:
@@ -71,23 +70,24 @@ class _Unreadable:
 UNREADABLE: Final = _Unreadable()
 
 
-def check_collective(session: Session, ctx: FunctionContext, call: str) -> Type:
-    """The type of a call of collective or cast ``call``; reports what is wrong with it."""
+def check_collective(session: Session, ctx: FunctionContext, call: str) -> Verdict:
+    """A call of collective or cast ``call``."""
     args = by_name(ctx)
     x_expr, x_type = args.get("x", (None, None))
     if x_type is None:
-        return ctx.default_return_type
+        return Verdict()
     axis, reason = _axes(ctx, args.get("axis"))
     if axis is None:
-        session.reporter.violations(ctx.api, [Violation(Code.AXIS, None, reason or "")], ctx.context, call)
-        return unknown_on(session, ctx, x_type, None)
+        verdict = unknown_on(ctx, x_type, None)
+        verdict.report([Violation(Code.AXIS, None, reason or "")], ctx.context, call)
+        return verdict
     src, dst = _endpoint(args.get("src")), _endpoint(args.get("dst"))
     spec = CALLS[call]
     if (src is None and spec.src_default is None) or (dst is None and spec.dst_default is None):
-        return ctx.default_return_type  # a missing required argument: mypy reports it
+        return Verdict()  # a missing required argument: mypy reports it
     if isinstance(src, _Unreadable) or isinstance(dst, _Unreadable):
         # Written as a variable: the call cannot be checked, and its result is unknown on the axis.
-        return unknown_on(session, ctx, x_type, axis)
+        return unknown_on(ctx, x_type, axis)
     op = args.get("op")
     reduction = op[0].value if op is not None and isinstance(op[0], StrExpr) else "sum"
     return apply_call(session, ctx, call, (x_expr, x_type), axis, src, dst, reduction)
@@ -103,8 +103,8 @@ def apply_call(
     dst: Endpoint | None,
     reduction: str = "sum",
     where: str | None = None,
-) -> Type:
-    """The type of ``call(x, axis, src=src, dst=dst)`` at this call site; reports what is wrong with it.
+) -> Verdict:
+    """``call(x, axis, src=src, dst=dst)`` at this call site.
 
     ``axis`` is one mesh axis or a tuple of them (one call on their flattened
     group: the core checks it on each).  ``where`` names the call in messages
@@ -114,67 +114,63 @@ def apply_call(
     axes = (axis,) if isinstance(axis, str) else axis
     x_expr, x_type = x
     found = Encoder.read(x_type)
-    if isinstance(found, Divergent) and x_expr is not None:
-        report_divergent(session, ctx.api, x_expr, found)  # a branch or loop iteration the call may mistake
     have = found if isinstance(found, SpmdType) else UNKNOWN
     result, violations = check_call_on_axes(call, axes, have, src, dst, reduction)
     value = spell(x_expr) if x_expr is not None else "x"
-    session.reporter.violations(ctx.api, violations, ctx.context, where or call, (value,), value)
     src_used = src if src is not None else CALLS[call].src_default
+    # A boundary mismatch is fixed at the call itself (its dst), which a fix can spell for one axis.
+    producer = Producer(call, axes[0], src_used, value) if src_used is not None and len(axes) == 1 else None
+    verdict = _typed_result(ctx, result, producer)
+    if isinstance(found, Divergent) and x_expr is not None:
+        report_divergent(verdict, x_expr, found)  # a branch or loop iteration the call may mistake
+    verdict.report(violations, ctx.context, where or call, (value,), value)
     if x_expr is not None and src_used is not None:
         # A replicated summand added to per-rank values is counted once per rank on each axis summed over.
         for name in axes:
             if not any(v.axis == name for v in violations):
-                summation.check_summed_input(session, ctx, call, x_expr, name, src_used, dst, reduction, where or call)
-    # A boundary mismatch is fixed at the call itself (its dst), which a fix can spell for one axis.
-    producer = Producer(call, axes[0], src_used, value) if src_used is not None and len(axes) == 1 else None
-    return typed_result(session, ctx, x_type, result, producer)
+                summation.check_summed_input(session, ctx, verdict, call, x_expr, name, src_used, dst, reduction,
+                                             where or call)
+    return verdict
 
 
-def unknown_on(session: Session, ctx: FunctionContext, x_type: Type, axis: str | tuple[str, ...] | None) -> Type:
+def unknown_on(ctx: FunctionContext, x_type: Type, axis: str | tuple[str, ...] | None) -> Verdict:
     """The input's type with ``axis`` unknown (every axis when ``axis`` is ``None``): an unreadable call."""
     found = Encoder.read(x_type)
     have = found if isinstance(found, SpmdType) else None
     if have is None:
-        return ctx.default_return_type
+        return Verdict()
     if axis is None or have.default is not None:
-        return typed_result(session, ctx, x_type, UNKNOWN, None)
+        return _typed_result(ctx, UNKNOWN, None)
     for name in (axis,) if isinstance(axis, str) else axis:
         have = have.with_axis(name, None)
-    return typed_result(session, ctx, x_type, have, None)
+    return _typed_result(ctx, have, None)
 
 
-def check_assert_type(session: Session, ctx: FunctionContext) -> Type:
+def check_assert_type(session: Session, ctx: FunctionContext) -> Verdict:
     """``assert_type(x, R["dp"], V["tp"])``: ``x`` must fit; the result has that type."""
     if not ctx.args or not ctx.args[0]:
-        return ctx.default_return_type
+        return Verdict()
     x_expr, x_type = ctx.args[0][0], ctx.arg_types[0][0]
     try:
         declared = spmd_type_from_metadata(_marker(e) for group in ctx.args[1:] for e in group)
     except (AnnotationError, ValueError) as error:
-        session.reporter.violations(ctx.api, [Violation(Code.ANNOTATION, None, str(error))], ctx.context,
-                                    "assert_type")
-        return ctx.default_return_type
+        verdict = Verdict()
+        verdict.report([Violation(Code.ANNOTATION, None, str(error))], ctx.context, "assert_type")
+        return verdict
     if declared is None:
-        return ctx.default_return_type
+        return Verdict()
+    verdict = _typed_result(ctx, declared, None)
     value = Encoder.read(x_type)
     if isinstance(value, SpmdType):
-        session.reporter.violations(ctx.api, check_fits(value, declared), ctx.context, "assert_type",
-                                    value=spell(x_expr))
-    return typed_result(session, ctx, x_type, declared, None)
+        verdict.report(check_fits(value, declared), ctx.context, "assert_type", value=spell(x_expr))
+    return verdict
 
 
-def typed_result(
-    session: Session, ctx: FunctionContext, x_type: Type, result: SpmdType | None, producer: Producer | None
-) -> Type:
-    """The call's tensor result typed ``result`` (fitted to a declaration it is assigned to)."""
-    if result is None:
-        return ctx.default_return_type
-    base = get_proper_type(ctx.default_return_type)
-    if not (isinstance(base, Instance) and base.type.has_base(TENSOR_CLASS)):
-        return ctx.default_return_type
-    typed = session.encoder(ctx.api).tensor(result, base, inferred=True) or ctx.default_return_type
-    return fit_declared(session, ctx.api, typed, ctx.context, producer=producer)
+def _typed_result(ctx: FunctionContext, result: SpmdType | None, producer: Producer | None) -> Verdict:
+    """The call's tensor result typed ``result`` and fitted to the declaration it goes into (none if not a tensor)."""
+    if result is None or not is_tensor(ctx.default_return_type):
+        return Verdict()
+    return Verdict(result=result, fit=True, producer=producer)
 
 
 def by_name(ctx: FunctionContext | MethodContext) -> dict[str, tuple[Expression, Type]]:
@@ -231,7 +227,7 @@ def _axis(ctx: FunctionContext, arg: tuple[Expression, Type] | None) -> str | No
 
 def _is_device_mesh(typ: Type) -> bool:
     proper = get_proper_type(typ)
-    return isinstance(proper, Instance) and proper.type.has_base(_DEVICE_MESH)
+    return isinstance(proper, Instance) and proper.type.has_base(DEVICE_MESH)
 
 
 def _unknown_axis(arg: tuple[Expression, Type] | None) -> str:
@@ -248,7 +244,7 @@ def _unknown_axis(arg: tuple[Expression, Type] | None) -> str:
 
 def _is_str(typ: Type) -> bool:
     proper = get_proper_type(typ)
-    return isinstance(proper, Instance) and proper.type.fullname == "builtins.str"
+    return isinstance(proper, Instance) and proper.type.fullname == STR
 
 
 def _endpoint(arg: tuple[Expression, Type] | None) -> Endpoint | _Unreadable | None:
@@ -256,9 +252,9 @@ def _endpoint(arg: tuple[Expression, Type] | None) -> Endpoint | _Unreadable | N
     if arg is None:
         return None
     expr = arg[0]
-    if isinstance(expr, RefExpr) and expr.fullname in _LOCAL_TYPES:
-        return _LOCAL_TYPES[expr.fullname]
-    if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in _SHARD:
+    if isinstance(expr, RefExpr) and expr.fullname in LOCAL_TYPE_MARKERS:
+        return LOCAL_TYPES[LOCAL_TYPE_MARKERS[expr.fullname]]
+    if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in SHARD_MARKERS:
         dim = _int(expr.args[0]) if len(expr.args) == 1 else None
         if dim is not None:
             return Shard(dim)
@@ -279,10 +275,11 @@ def _marker(expr: Expression) -> object:
         raise ValueError("assert_type takes markers such as R['dp'] or S['tp', 0]")
     items = expr.index.items if isinstance(expr.index, TupleExpr) else [expr.index]
     values = [item.value if isinstance(item, StrExpr) else _int(item) for item in items]
-    if expr.base.fullname in _LOCAL_TYPES:
+    code = LOCAL_TYPE_MARKERS.get(expr.base.fullname)
+    if code is not None:
         if not all(isinstance(v, str) for v in values):
             raise ValueError("mesh-axis names must be string literals")
-        return axis_types_marker(_LOCAL_TYPES[expr.base.fullname], tuple(v for v in values if isinstance(v, str)))
-    if expr.base.fullname in _SHARD:
+        return axis_types_marker(LOCAL_TYPES[code], tuple(v for v in values if isinstance(v, str)))
+    if expr.base.fullname in SHARD_MARKERS:
         return shard_marker(tuple(values))
     raise ValueError(f"{spell(expr.base)} is not an SPMD marker")

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Final
 
 from mypy.checker import TypeChecker
+from mypy.errorcodes import ErrorCode
 from mypy.nodes import (
     AssignmentStmt,
     Block,
@@ -43,6 +44,8 @@ from mypy.plugin import CheckerPluginInterface, TypeAnalyzerPluginInterface
 from mypy.typeops import bind_self
 from mypy.types import ExtraAttrs, FunctionLike, Instance, LiteralType, Type
 
+from spmd_mypy.fullnames import AUTOGRAD_FUNCTION, NO_GRAD
+
 __all__ = [
     "analyze_base",
     "analyzed_file",
@@ -58,6 +61,7 @@ __all__ = [
     "lookup_type_info",
     "lookup_type_name",
     "name_assignments",
+    "note",
     "past_speculation",
     "read_side_channel",
     "returned_values",
@@ -159,10 +163,7 @@ def inferred_assignments(tree: MypyFile, parameters: bool) -> set[Expression]:
     return found
 
 
-# Context managers and decorators under which torch records no autograd graph.
-_NO_GRAD: Final = frozenset({"torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
 # The methods of a custom autograd Function, which run without recording a graph.
-_FUNCTION_BASE: Final = "torch.autograd.function.Function"
 _FUNCTION_METHODS: Final = frozenset({"forward", "backward", "setup_context", "jvp", "vjp"})
 
 
@@ -176,7 +177,7 @@ def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
             spans.append((node.body.line, node.body.end_line or node.body.line))
         elif isinstance(node, Decorator) and any(_is_no_grad(expr) for expr in node.decorators):
             spans.append((node.func.line, node.func.end_line or node.func.line))
-        elif isinstance(node, ClassDef) and node.info.has_base(_FUNCTION_BASE):
+        elif isinstance(node, ClassDef) and node.info.has_base(AUTOGRAD_FUNCTION):
             for method in node.defs.body:
                 function = method.func if isinstance(method, Decorator) else method
                 if isinstance(function, FuncDef) and function.name in _FUNCTION_METHODS:
@@ -278,7 +279,7 @@ def _statements(tree: MypyFile) -> Iterator[Node]:
 
 def _is_no_grad(expr: Expression) -> bool:
     callee = expr.callee if isinstance(expr, CallExpr) else expr
-    return isinstance(callee, RefExpr) and callee.fullname in _NO_GRAD
+    return isinstance(callee, RefExpr) and callee.fullname in NO_GRAD
 
 
 # Where statements hold other statements (mypy's compiled traversers cannot be
@@ -382,3 +383,9 @@ def past_speculation(api: CheckerPluginInterface) -> Iterator[None]:
         yield
     finally:
         errors._watchers = watchers
+
+
+def note(api: object, message: str, context: Context, code: ErrorCode) -> None:
+    """Report ``message`` as a note at ``context``, through whichever interface ``api`` is (checker or analyzer)."""
+    report = getattr(api, "note", None) or api.msg.note  # type: ignore[attr-defined]
+    report(message, context, code=code)

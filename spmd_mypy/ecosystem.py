@@ -17,73 +17,49 @@ known type on the group's axis, with the differentiable call to use instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Final
-
 from mypy.nodes import Expression, NameExpr
 from mypy.plugin import FunctionContext
 from mypy.types import Type
 
 from spmd_mypy.collectives import apply_call, by_name, unknown_on
 from spmd_mypy.encoding import Encoder
+from spmd_mypy.fullnames import FALSE, NONE, TRUE
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
-    EQUIVALENTS,
-    GROUP_GETTERS,
-    IN_PLACE,
     Equivalent,
     InPlace,
     SpmdType,
     check_in_place,
 )
 
-__all__ = ["Handler", "call_handler", "check_in_place_call", "check_library_call", "group_of_role"]
-
-_FALSE: Final = "builtins.False"
-_TRUE: Final = "builtins.True"
-_NONE: Final = "builtins.None"
+__all__ = ["check_in_place_call", "check_library_call", "group_of_role"]
 
 
-Handler = Callable[[Session, FunctionContext], Type]
-
-
-def call_handler(fullname: str) -> Handler | None:
-    """How to check a call of library function ``fullname``; ``None`` when the table does not know it."""
-    equivalent = EQUIVALENTS.get(fullname)
-    if equivalent is not None:
-        return lambda session, ctx: check_library_call(session, ctx, equivalent)
-    in_place = IN_PLACE.get(fullname)
-    if in_place is not None:
-        return lambda session, ctx: check_in_place_call(session, ctx, in_place)
-    role = GROUP_GETTERS.get(fullname)
-    if role is not None:
-        return lambda session, ctx: group_of_role(session, ctx, role)
-    return None
-
-
-def check_library_call(session: Session, ctx: FunctionContext, equivalent: Equivalent) -> Type:
-    """The type of a call of the library function ``equivalent``; reports what is wrong with it."""
+def check_library_call(session: Session, ctx: FunctionContext, equivalent: Equivalent) -> Verdict:
+    """A call of the library function ``equivalent``, checked as the call it is equivalent to."""
     args = by_name(ctx)
     tensor = args.get(equivalent.tensor)
     if tensor is None:
-        return ctx.default_return_type  # mypy reports the missing argument
+        return Verdict()  # mypy reports the missing argument
     axis = _group_axis(session, args.get(equivalent.group), equivalent)
     if axis is None:
-        return unknown_on(session, ctx, tensor[1], None)
+        return unknown_on(ctx, tensor[1], None)
     dst = equivalent.dst
     if equivalent.variant is not None:
         flag = args.get(equivalent.variant.parameter)
         value = _bool_literal(flag[0]) if flag is not None else True
         if value is None:  # a flag computed at run time: the result could be either type
-            return unknown_on(session, ctx, tensor[1], axis)
+            return unknown_on(ctx, tensor[1], axis)
         dst = dst if value else equivalent.variant.dst_if_false
     where = f"{equivalent.name} (that is, {equivalent.spelled(dst)})"
     return apply_call(session, ctx, equivalent.call, tensor, axis, equivalent.src, dst, where=where)
 
 
-def check_in_place_call(session: Session, ctx: FunctionContext, entry: InPlace) -> Type:
+def check_in_place_call(session: Session, ctx: FunctionContext, entry: InPlace) -> Verdict:
     """``torch.distributed.all_reduce(x, group=g)`` on a tensor with a known type on ``g``'s axis: reported."""
+    verdict = Verdict()
     args = by_name(ctx)
     tensor, group = args.get(entry.tensor), args.get(entry.group)
     axis = Encoder.read_axis(group[1]) if group is not None else None
@@ -91,26 +67,24 @@ def check_in_place_call(session: Session, ctx: FunctionContext, entry: InPlace) 
     have = found.get(axis) if isinstance(found, SpmdType) and axis is not None else None
     if tensor is not None and axis is not None and have is not None:
         name = spell(tensor[0])
-        session.reporter.violations(ctx.api, [check_in_place(entry, axis, have)], ctx.context, entry.name,
-                                    (name,), name)
-    return ctx.default_return_type
+        verdict.report([check_in_place(entry, axis, have)], ctx.context, entry.name, (name,), name)
+    return verdict
 
 
-def group_of_role(session: Session, ctx: FunctionContext, role: str) -> Type:
+def group_of_role(session: Session, ctx: FunctionContext, role: str) -> Verdict:
     """The process group a getter such as ``get_tensor_model_parallel_group()`` returns, with its axis."""
-    typed = session.encoder(ctx.api).axis_group(session.options.library_axis(role))
-    return typed if typed is not None else ctx.default_return_type
+    return Verdict(returns=session.encoder(ctx.api).axis_group(session.options.library_axis(role)))
 
 
 def _group_axis(session: Session, arg: tuple[Expression, Type] | None, equivalent: Equivalent) -> str | None:
     """The mesh axis of the group the call uses; ``None`` when it cannot be told."""
-    if arg is None or (isinstance(arg[0], NameExpr) and arg[0].fullname == _NONE):
+    if arg is None or (isinstance(arg[0], NameExpr) and arg[0].fullname == NONE):
         role = equivalent.default_role
         return session.options.library_axis(role) if role is not None else None
     return Encoder.read_axis(arg[1])
 
 
 def _bool_literal(expr: Expression) -> bool | None:
-    if isinstance(expr, NameExpr) and expr.fullname in (_TRUE, _FALSE):
-        return expr.fullname == _TRUE
+    if isinstance(expr, NameExpr) and expr.fullname in (TRUE, FALSE):
+        return expr.fullname == TRUE
     return None

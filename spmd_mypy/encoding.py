@@ -34,7 +34,6 @@ from mypy.types import (
     AnyType,
     Instance,
     LiteralType,
-    ProperType,
     Type,
     TypeOfAny,
     UnionType,
@@ -42,35 +41,21 @@ from mypy.types import (
 )
 
 from spmd_mypy.compat import lookup_type_info, read_side_channel, with_side_channel
-from spmd_types.typesystem import SpmdType, parse
-from spmd_types.typesystem.join import merge_paths
-from spmd_types.typesystem.local_types import Constant, local_type
+from spmd_mypy.fullnames import AXIS_GROUP, PARAMETER, SPMD_PACKAGE, SPMD_PARAMETER, SPMD_TENSOR, SPMD_TENSORS, TENSOR
+from spmd_types.typesystem import Constant, SpmdType, local_type, merge_paths, parse
 
 __all__ = [
-    "AXIS_GROUP",
-    "PARAMETER_CLASS",
-    "PROCESS_GROUP_CLASS",
-    "SPMD_PARAMETER",
-    "SPMD_TENSOR",
-    "TENSOR_CLASS",
     "Divergent",
     "Encoder",
     "is_tensor",
     "plain_tensor",
 ]
 
-SPMD_TENSOR: Final = "spmd_types._typed.SpmdTensor"
-SPMD_PARAMETER: Final = "spmd_types._typed.SpmdParameter"
-AXIS_GROUP: Final = "spmd_types._typed.AxisGroup"
-TENSOR_CLASS: Final = "torch._tensor.Tensor"
-PARAMETER_CLASS: Final = "torch.nn.parameter.Parameter"
-PROCESS_GROUP_CLASS: Final = "torch._C._distributed_c10d.ProcessGroup"
-_PHANTOMS: Final = frozenset({SPMD_TENSOR, SPMD_PARAMETER})
 
-
-def is_tensor(typ: ProperType) -> bool:
-    """Whether ``typ`` is an instance of ``torch.Tensor`` or a subclass."""
-    return isinstance(typ, Instance) and typ.type.has_base(TENSOR_CLASS)
+def is_tensor(typ: Type) -> bool:
+    """Whether ``typ`` is an instance of ``torch.Tensor`` or a subclass (an SPMD-typed tensor, a parameter)."""
+    proper = get_proper_type(typ)
+    return isinstance(proper, Instance) and proper.type.has_base(TENSOR)
 
 
 def plain_tensor(typ: Type) -> Instance | None:
@@ -79,7 +64,7 @@ def plain_tensor(typ: Type) -> Instance | None:
     if not isinstance(proper, Instance):
         return None
     for info in proper.type.mro:
-        if info.fullname == TENSOR_CLASS:
+        if info.fullname == TENSOR:
             return Instance(info, [])
     return None
 
@@ -109,7 +94,7 @@ class Encoder:
             return _read_instance(proper)
         if isinstance(proper, UnionType):
             found = {_read_instance(item) for item in map(get_proper_type, proper.items)
-                     if isinstance(item, Instance) and item.type.fullname in _PHANTOMS}
+                     if isinstance(item, Instance) and item.type.fullname in SPMD_TENSORS}
             paths = {t for t in found if t is not None}
             if len(paths) > 1:
                 return merge_paths(paths) or Divergent(tuple(sorted(paths, key=str)))
@@ -134,7 +119,7 @@ class Encoder:
         The phantom classes exist only in the stubs; without them no SPMD type
         can be written, and every annotation would quietly mean a plain tensor.
         """
-        package = (self._modules or {}).get("spmd_types")
+        package = (self._modules or {}).get(SPMD_PACKAGE)
         if package is None or package.path.endswith(".pyi"):
             return None
         return package.path
@@ -146,7 +131,7 @@ class Encoder:
         ``SpmdTensor[Any]`` where variables cannot be re-typed (see the module
         docstring); declarations are always exact.
         """
-        name = SPMD_PARAMETER if base.type.has_base(PARAMETER_CLASS) else SPMD_TENSOR
+        name = SPMD_PARAMETER if base.type.has_base(PARAMETER) else SPMD_TENSOR
         info = lookup_type_info(self._modules, name)
         if info is None:
             return None
@@ -170,7 +155,7 @@ class Encoder:
 
 
 def _read_instance(instance: Instance) -> SpmdType | None:
-    if instance.type.fullname not in _PHANTOMS:
+    if instance.type.fullname not in SPMD_TENSORS:
         return None
     text = read_side_channel(instance)
     if text is not None:

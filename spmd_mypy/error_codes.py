@@ -13,7 +13,7 @@ from typing import Final
 
 from mypy.errorcodes import ErrorCode
 
-from spmd_types.typesystem.codes import Code
+from spmd_types.typesystem import Code
 
 __all__ = ["ANNOTATION", "CODES", "INTERNAL"]
 

@@ -12,53 +12,54 @@ from collections.abc import Sequence
 
 from mypy.nodes import CallExpr, Expression, ListExpr, MemberExpr, TupleExpr
 from mypy.plugin import FunctionContext, MethodContext
-from mypy.types import Type
 
 from spmd_mypy.collectives import by_name
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
-from spmd_types.typesystem import SpmdType, check_backward
-from spmd_types.typesystem.loss import AUTOGRAD_FUNCTIONS
+from spmd_mypy.verdict import Verdict
+from spmd_types.typesystem import AUTOGRAD_FUNCTIONS, SpmdType, check_backward
 
 __all__ = ["AUTOGRAD_FUNCTIONS", "check_autograd_call", "check_backward_method"]
 
 
-def check_backward_method(session: Session, ctx: MethodContext) -> Type:
+def check_backward_method(session: Session, ctx: MethodContext) -> Verdict:
     """``loss.backward()`` or ``loss.backward(gradient=g)``."""
+    verdict = Verdict()
     loss = Encoder.read(ctx.type)
     if isinstance(loss, SpmdType):
         receiver = ctx.context.callee.expr if isinstance(ctx.context, CallExpr) and isinstance(
             ctx.context.callee, MemberExpr) else None
         value = spell(receiver) if receiver is not None else "loss"
         seed, _ = by_name(ctx).get("gradient", (None, None))
-        _check(session, ctx, loss, seed, f"{value}.backward()", value)
-    return ctx.default_return_type
+        _check(ctx, verdict, loss, seed, f"{value}.backward()", value)
+    return verdict
 
 
-def check_autograd_call(session: Session, ctx: FunctionContext, name: str) -> Type:
+def check_autograd_call(session: Session, ctx: FunctionContext, name: str) -> Verdict:
     """``torch.autograd.backward(losses, grads)`` or ``torch.autograd.grad(losses, inputs, grads)``."""
+    verdict = Verdict()
     outputs_param, seeds_param = AUTOGRAD_FUNCTIONS[name]
     arguments = by_name(ctx)
     if outputs_param not in arguments:
-        return ctx.default_return_type
+        return verdict
     outputs, _ = arguments[outputs_param]
     seeds, _ = arguments.get(seeds_param, (None, None))
     output_items = _items(outputs)
     seed_items: Sequence[Expression | None] = _items(seeds) if seeds is not None else [None] * len(output_items)
     if len(seed_items) != len(output_items):
-        return ctx.default_return_type  # not written pairwise: nothing to match up
+        return verdict  # not written pairwise: nothing to match up
     where = f"{name}(...)"
     for output, seed in zip(output_items, seed_items):
         typ = expression_type(ctx.api, output)
         loss = Encoder.read(typ) if typ is not None else None
         if isinstance(loss, SpmdType):
-            _check(session, ctx, loss, seed, where, spell(output))
-    return ctx.default_return_type
+            _check(ctx, verdict, loss, seed, where, spell(output))
+    return verdict
 
 
-def _check(session: Session, ctx: FunctionContext | MethodContext, loss: SpmdType, seed: Expression | None,
+def _check(ctx: FunctionContext | MethodContext, verdict: Verdict, loss: SpmdType, seed: Expression | None,
            where: str, value: str) -> None:
     if seed is None:
         violations = check_backward(loss)
@@ -68,7 +69,7 @@ def _check(session: Session, ctx: FunctionContext | MethodContext, loss: SpmdTyp
         if not isinstance(found, SpmdType):
             return  # a seed of unknown type
         violations = check_backward(loss, found)
-    session.reporter.violations(ctx.api, violations, ctx.context, where, value=value)
+    verdict.report(violations, ctx.context, where, value=value)
 
 
 def _items(expr: Expression) -> list[Expression]:

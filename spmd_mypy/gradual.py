@@ -28,13 +28,15 @@ from mypy.nodes import TypeInfo
 from mypy.plugin import AttributeContext, FunctionContext, MethodContext
 from mypy.types import Instance, TupleType, Type, UnionType, get_proper_type
 
-from spmd_mypy.encoding import PARAMETER_CLASS, TENSOR_CLASS, Encoder
+from spmd_mypy.encoding import Encoder
+from spmd_mypy.fullnames import PARAMETER, TENSOR
 from spmd_mypy.session import Session
+from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import SpmdType
 
 __all__ = ["returns_plain_tensor", "unknown_attribute", "unknown_result"]
 
-_PLAIN: Final = frozenset({TENSOR_CLASS, PARAMETER_CLASS})
+_PLAIN: Final = frozenset({TENSOR, PARAMETER})
 _NOTHING_KNOWN: Final = SpmdType()
 
 
@@ -50,18 +52,18 @@ def returns_plain_tensor(result: Type | TypeInfo) -> bool:
     return False
 
 
-def unknown_result(session: Session, ctx: FunctionContext | MethodContext) -> Type:
+def unknown_result(session: Session, ctx: FunctionContext | MethodContext) -> Verdict:
     """The call's result, its plain tensors made tensors of unknown SPMD type in a module that uses them."""
     if not session.uses_spmd(ctx.api):
-        return ctx.default_return_type
-    return _unknown(session.encoder(ctx.api), ctx.default_return_type)
+        return Verdict()
+    return Verdict(returns=_unknown(session.encoder(ctx.api), ctx.default_return_type))
 
 
-def unknown_attribute(session: Session, ctx: AttributeContext) -> Type:
+def unknown_attribute(session: Session, ctx: AttributeContext) -> Verdict:
     """An attribute read (``self.linear.weight``), its plain tensors made unknown in a module that uses them."""
     if ctx.is_lvalue or not session.uses_spmd(ctx.api):
-        return ctx.default_attr_type
-    return _unknown(session.encoder(ctx.api), ctx.default_attr_type)
+        return Verdict()
+    return Verdict(returns=_unknown(session.encoder(ctx.api), ctx.default_attr_type))
 
 
 def _unknown(encoder: Encoder, typ: Type) -> Type:

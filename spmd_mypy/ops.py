@@ -1,17 +1,20 @@
 """Ordinary torch ops: functions, ``torch.nn.functional``, tensor methods, operators, properties.
 
-Each hook names the op by its public name (``torch.matmul``, ``torch.Tensor.__add__``),
-reads the operands, applies the op table's rule from the core, reports the
-violations in the op's own spelling (``+``, ``@``, ``torch.exp``) and gives
-the call its result type.  Calls on tensors without SPMD types keep mypy's own
-result: the plugin is inert on code that does not use SPMD annotations.
+Each handler names the op by its public name (``torch.matmul``,
+``torch.Tensor.__matmul__``), reads the operands (:mod:`spmd_mypy.values`),
+applies the op table's rule from the core (:func:`~spmd_types.typesystem.lookup`,
+:func:`~spmd_types.typesystem.apply_op`) and returns the
+:class:`~spmd_mypy.verdict.Verdict`: the violations, worded in the op's own
+spelling (``+``, ``@``, ``torch.exp``), and the result's SPMD type.  Calls on
+tensors without SPMD types keep mypy's own result: the plugin is inert on code
+that does not use SPMD annotations.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Final, TypeVar
+from typing import Final
 
 from mypy.nodes import (
     CallExpr,
@@ -27,21 +30,20 @@ from mypy.nodes import (
 from mypy.plugin import AttributeContext, FunctionContext, FunctionSigContext, MethodContext
 from mypy.types import AnyType, FunctionLike, Instance, Type, UnionType, get_proper_type
 
-from spmd_mypy.boundaries import fit_declared, has_spmd, report_divergent
+from spmd_mypy.boundaries import has_spmd, report_divergent
 from spmd_mypy.compat import expression_type
-from spmd_mypy.encoding import (
-    PARAMETER_CLASS,
-    SPMD_PARAMETER,
-    SPMD_TENSOR,
-    TENSOR_CLASS,
-    Divergent,
-    Encoder,
-    plain_tensor,
-)
+from spmd_mypy.encoding import Divergent, Encoder, plain_tensor
+from spmd_mypy.fullnames import LIST, TYPING_SEQUENCE, public_module_name
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
-from spmd_mypy.values import Arguments, contains_tensor, read_arguments, with_result
+from spmd_mypy.values import Arguments, contains_tensor, read_arguments
+from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
+    BUILTIN_SUM,
+    MODULE_OPS,
+    MODULE_PARAMETERS,
+    OPERATOR_SYMBOLS,
+    OPS,
     UNKNOWN,
     Code,
     Operand,
@@ -51,60 +53,23 @@ from spmd_types.typesystem import (
     SpmdType,
     apply_op,
     check_fits,
-    lookup,
-)
-from spmd_types.typesystem.ops import (
-    BUILTIN_SUM,
-    MODULE_OPS,
-    MODULE_PARAMETERS,
-    OPERATOR_SYMBOLS,
-    OPS,
     display_name,
+    lookup,
+    method_name,
 )
 
 __all__ = [
-    "TENSOR_PROPERTIES",
-    "TENSOR_RECEIVERS",
     "check_builtin_sum",
     "check_function",
     "check_method",
+    "check_module_call",
     "check_property",
-    "public_function_name",
+    "torch_module_op",
     "widen_tensor_lists",
 ]
 
-# Classes whose methods are tensor methods (method hooks are keyed by the receiver's class).
-TENSOR_RECEIVERS: Final = frozenset({TENSOR_CLASS, "torch._C.TensorBase", PARAMETER_CLASS, SPMD_TENSOR,
-                                     SPMD_PARAMETER})
-# Properties are keyed by the class that defines them.
-TENSOR_PROPERTIES: Final = frozenset(
-    f"{cls}.{name}" for cls in ("torch._C.TensorBase", TENSOR_CLASS) for name in ("T", "mT", "H", "mH", "real", "imag")
-)
-
 # Parameter names of operators whose arguments are not all called ``other``.
 _OPERATOR_PARAMS: Final = {"__getitem__": ("indices",), "__setitem__": ("indices", "value")}
-
-# Where mypy finds torch's functions, and the public namespace each belongs to.
-_FUNCTION_NAMESPACES: Final = (
-    ("torch._C._VariableFunctions.", "torch."),
-    ("torch.functional.", "torch."),
-    ("torch._C._nn.", "torch.nn.functional."),
-    ("torch.nn.functional.", "torch.nn.functional."),
-    ("torch.nn.parameter.", "torch.nn."),
-)
-
-
-@functools.lru_cache(maxsize=4096)  # mypy asks at every call site, for few distinct names
-def public_function_name(fullname: str) -> str | None:
-    """``torch.matmul`` for ``torch._C._VariableFunctions.matmul``; ``None`` if not a torch op."""
-    for prefix, public in _FUNCTION_NAMESPACES:
-        if fullname.startswith(prefix):
-            return public + fullname[len(prefix):]
-    return None
-
-
-DISTRIBUTED: Final = "torch.distributed."
-"""torch.distributed's functions, whose tensor lists are widened too (``dist.gather(x, bufs)``)."""
 
 
 def widen_tensor_lists(session: Session, ctx: FunctionSigContext) -> FunctionLike:
@@ -133,55 +98,52 @@ def _widen(ctx: FunctionSigContext, typ: Type) -> Type:
         if all(new is old for new, old in zip(items, proper.items)):
             return typ
         return UnionType.make_union(items, proper.line, proper.column)
-    if (isinstance(proper, Instance) and proper.type.fullname == "builtins.list" and proper.args
+    if (isinstance(proper, Instance) and proper.type.fullname == LIST and proper.args
             and contains_tensor(proper.args[0])):
-        return ctx.api.named_generic_type("typing.Sequence", list(proper.args))
+        return ctx.api.named_generic_type(TYPING_SEQUENCE, list(proper.args))
     return typ
 
 
-def check_function(session: Session, ctx: FunctionContext, name: str) -> Type:
-    """The type of a call of torch function ``name``."""
+def check_function(session: Session, ctx: FunctionContext, name: str) -> Verdict:
+    """A call of torch function ``name``."""
     if not _involves_spmd(session, ctx):
-        return ctx.default_return_type
+        return Verdict()
     rule = lookup(name)
     arguments = read_arguments(ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args)
     first_tensor = next((t for types in ctx.arg_types for t in types if plain_tensor(t) is not None), None)
+    default = ctx.default_return_type
     if first_tensor is not None:
-        ctx = _untyped_returns_tensor(ctx, name, rule, first_tensor)
-    return _apply(session, ctx, name, rule, arguments)
+        default = _untyped_returns_tensor(default, name, rule, first_tensor)
+    return _apply(session, ctx, default, name, rule, arguments)
 
 
-_Context = TypeVar("_Context", FunctionContext, MethodContext)
-
-
-def _untyped_returns_tensor(ctx: _Context, name: str, rule: OpRule, like: Type) -> _Context:
-    """``ctx`` returning a plain tensor where torch defines table op ``name`` without annotations.
+def _untyped_returns_tensor(default: Type, name: str, rule: OpRule, like: Type) -> Type:
+    """A plain tensor, where torch defines table op ``name`` without annotations; else mypy's ``default``.
 
     mypy types the result of such a function (``torch.norm``, ``Tensor.unflatten``) ``Any``,
     which would end all checking of what follows; a table op returns a tensor.
     """
     tensor = plain_tensor(like)
-    if tensor is not None and name in OPS and rule.result in (Result.JOIN, Result.DETACH) and _is_any(
-            ctx.default_return_type):
-        return ctx._replace(default_return_type=tensor)
-    return ctx
+    if tensor is not None and name in OPS and rule.result in (Result.JOIN, Result.DETACH) and _is_any(default):
+        return tensor
+    return default
 
 
-def check_builtin_sum(session: Session, ctx: FunctionContext) -> Type:
-    """The type of Python's ``sum(tensors)`` or ``sum(tensors, start)``: the sum of the elements."""
+def check_builtin_sum(session: Session, ctx: FunctionContext) -> Verdict:
+    """Python's ``sum(tensors)`` or ``sum(tensors, start)``: the sum of the elements."""
     if not _involves_spmd(session, ctx):
-        return ctx.default_return_type
+        return Verdict()
     names = ("iterable", "start")[: len(ctx.arg_types)]
     arguments = read_arguments(ctx.api, BUILTIN_SUM, names, ctx.arg_types, ctx.args)
     # mypy tries sum's overloads under an error filter: an SPMD error must not reject one.
-    return _apply(session, ctx, "sum", BUILTIN_SUM, arguments, speculative=True)
+    return _apply(session, ctx, ctx.default_return_type, "sum", BUILTIN_SUM, arguments, speculative=True)
 
 
-def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
-    """The type of a call of tensor method ``method`` (operators included)."""
+def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
+    """A call of tensor method ``method`` (operators included)."""
     if not (_involves_spmd(session, ctx) or has_spmd(ctx.type) or _is_union(ctx.type)):
-        return ctx.default_return_type
-    name = f"torch.Tensor.{method}"
+        return Verdict()
+    name = method_name(method)
     rule = lookup(name)
     receiver = _receiver(ctx.context, method)
     operator = method in OPERATOR_SYMBOLS
@@ -195,57 +157,55 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Type:
         whole = expression_type(ctx.api, operand)
         divergent = Encoder.read(whole) if whole is not None else None
         if isinstance(divergent, Divergent):
-            report_divergent(session, ctx.api, operand, divergent, speculative=operator)
-            return with_result(session.encoder(ctx.api), ctx.default_return_type, UNKNOWN)
+            verdict = Verdict(result=UNKNOWN)
+            report_divergent(verdict, operand, divergent, speculative=operator)
+            return verdict
     names: Sequence[str | None] = ctx.callee_arg_names
     if method.startswith("__") and not any(names):
         # mypy passes no parameter names for operators; torch's signatures name them so.
         names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
     arguments = read_arguments(ctx.api, rule, names, ctx.arg_types, ctx.args, (ctx.type, receiver))
-    ctx = _untyped_returns_tensor(ctx, name, rule, ctx.type)
-    return _apply(session, ctx, name, rule, arguments, speculative=operator)
+    default = _untyped_returns_tensor(ctx.default_return_type, name, rule, ctx.type)
+    return _apply(session, ctx, default, name, rule, arguments, speculative=operator)
 
 
 def torch_module_op(owner: str) -> str | None:
     """The public name (``torch.nn.GELU``) of torch module class ``owner``, if calling one is an op."""
-    if not owner.startswith("torch.nn.modules."):
-        return None
-    public = f"torch.nn.{owner.rpartition('.')[2]}"
+    public = public_module_name(owner)
     return public if public in MODULE_OPS else None
 
 
-def check_module_call(session: Session, ctx: MethodContext, module: str) -> Type:
-    """The type of ``self.norm(x)`` for a torch module: the type of its op on ``x`` and its parameters.
+def check_module_call(session: Session, ctx: MethodContext, module: str) -> Verdict:
+    """``self.norm(x)`` for a torch module: its op on ``x`` and the module's parameters.
 
     mypy types every module call ``Any``; without this, one dropout in a block
     would end all checking of what follows it.  The module's own parameters
     (``weight``, ``bias``) are operands of unknown type.
     """
     if not ctx.arg_types or not ctx.arg_types[0] or not _involves_spmd(session, ctx):
-        return ctx.default_return_type
+        return Verdict()
     x_type, x_expr = ctx.arg_types[0][0], ctx.args[0][0]
     tensor = plain_tensor(x_type)
     if tensor is None:
-        return ctx.default_return_type
+        return Verdict()
     op = MODULE_OPS[module]
     rule = lookup(op)
     arguments = read_arguments(ctx.api, rule, ["input"], [[x_type]], [[x_expr]])
     called = spell(ctx.context.callee) if isinstance(ctx.context, CallExpr) else "module"
     for parameter in MODULE_PARAMETERS.get(module, ()):
         arguments.add(parameter, UNKNOWN, f"{called}.{parameter}")
-    return _apply(session, ctx._replace(default_return_type=tensor), op, rule, arguments)
+    return _apply(session, ctx, tensor, op, rule, arguments)
 
 
-def check_property(session: Session, ctx: AttributeContext, attribute: str) -> Type:
-    """The type of a tensor property such as ``x.T``."""
+def check_property(session: Session, ctx: AttributeContext, attribute: str) -> Verdict:
+    """A tensor property such as ``x.T``."""
     if ctx.is_lvalue:
-        return ctx.default_attr_type
+        return Verdict()
     spmd = Encoder.read(ctx.type)
     if not isinstance(spmd, SpmdType):
-        return ctx.default_attr_type
-    name = f"torch.Tensor.{attribute}"
-    outcome = apply_op(lookup(name), [Operand("input", spmd)], op=name)
-    return with_result(session.encoder(ctx.api), ctx.default_attr_type, outcome.result)
+        return Verdict()
+    name = method_name(attribute)
+    return Verdict(result=apply_op(lookup(name), [Operand("input", spmd)], op=name).result)
 
 
 def _involves_spmd(session: Session, ctx: FunctionContext | MethodContext) -> bool:
@@ -273,34 +233,39 @@ def _is_union(typ: Type) -> bool:
 def _apply(
     session: Session,
     ctx: FunctionContext | MethodContext,
+    default: Type,
     name: str,
     rule: OpRule,
     arguments: Arguments,
     speculative: bool = False,
-) -> Type:
-    default = ctx.default_return_type
+) -> Verdict:
+    """Op ``name`` with rule ``rule`` applied to ``arguments``; ``default`` is mypy's result type.
+
+    ``speculative`` marks an expression mypy only tries (see :class:`~spmd_mypy.verdict.Report`).
+    """
+    verdict = Verdict(returns=default, speculative=speculative)
     # Only values that already have an SPMD type are followed, and constants in
     # modules that use SPMD types; anything else stays a plain tensor, accepted
     # like Any where it goes into an SPMD declaration (a fresh nn.Parameter).
     constant = rule.makes_constants and session.uses_spmd(ctx.api)
     if not (arguments.typed or constant):
-        return fit_declared(session, ctx.api, default, ctx.context, speculative=speculative)
+        verdict.fit = True
+        return verdict
     returns_tensor = contains_tensor(default)
     untyped = _is_any(default)  # a torch method without annotations, not in the op table
     if not (rule.inplace or returns_tensor or untyped):
-        return default  # size(), item(), and the like
+        return verdict  # size(), item(), and the like
     for expr, found in arguments.divergent:
-        report_divergent(session, ctx.api, expr, found, speculative=speculative)
+        report_divergent(verdict, expr, found, speculative=speculative)
     autograd = not session.without_autograd(ctx.api, ctx.context)
     if arguments.sharded:  # the shards' dims follow the op's literal arguments
         outcome = apply_op(rule, arguments.operands, arguments.passed, autograd=autograd, op=name,
                            args=arguments.literals)
     else:
         outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
-    session.reporter.violations(ctx.api, outcome.violations, ctx.context, display_name(name), arguments.spelled,
-                                speculative=speculative)
+    verdict.report(outcome.violations, ctx.context, display_name(name), arguments.spelled, speculative=speculative)
     if not returns_tensor:
-        return default
+        return verdict
     result = outcome.result
     if constant and session.is_written_later(ctx.api, ctx.context):
         result = UNKNOWN  # a zeros buffer filled in place later holds what is written, not zeros
@@ -309,9 +274,9 @@ def _apply(
     target = Encoder.read(out_type) if out_type is not None else None
     if out is not None and isinstance(target, SpmdType):
         writes = check_fits(result, target, code=Code.INPLACE)
-        session.reporter.violations(ctx.api, writes, out, f"{display_name(name)}(out=...)", value=spell(out))
-    typed = with_result(session.encoder(ctx.api), default, result)
-    return fit_declared(session, ctx.api, typed, ctx.context, speculative=speculative)
+        verdict.report(writes, out, f"{display_name(name)}(out=...)", value=spell(out))
+    verdict.result, verdict.fit = result, True
+    return verdict
 
 
 def _receiver(context: Context, method: str) -> Expression | None:

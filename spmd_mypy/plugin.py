@@ -1,11 +1,13 @@
 """The mypy plugin: ``plugins = spmd_mypy.plugin`` in the mypy configuration.
 
 A thin adapter from mypy's hooks to the rule core in ``spmd_types.typesystem``.
-This module is what mypy loads: it reads the plugin's options and tells mypy's
-cache what the results depend on.  Which hooks are ours, and what they do, is
-:mod:`spmd_mypy.hooks`, loaded when mypy first asks for a hook; a run whose
-every module is cached never does, and so never loads the rule core.  The
-plugin imports neither torch nor the runtime.
+This module is what mypy loads: it reads the plugin's options into the
+:class:`~spmd_mypy.session.Session` that holds everything the plugin knows
+while mypy runs, and tells mypy's cache what the results depend on.  Which
+hooks are the plugin's, and what they do, is :mod:`spmd_mypy.hooks`, loaded
+when mypy first asks for a hook; a run whose every module is cached never
+does, and so never loads the rule core.  The plugin imports neither torch nor
+the runtime.
 """
 
 from __future__ import annotations
@@ -32,9 +34,10 @@ from mypy.types import FunctionLike, Type
 
 import spmd_mypy
 from spmd_mypy import config, error_codes  # noqa: F401  (registers the spmd-* codes with mypy)
+from spmd_mypy.session import Session
 
 if TYPE_CHECKING:
-    from spmd_mypy.hooks import Hooks
+    from spmd_mypy.hooks import Router
 
 __all__ = ["SpmdPlugin", "plugin"]
 
@@ -53,7 +56,7 @@ def _check_library_roles(options: config.PluginOptions, config_file: str | None)
     """``library_axes`` names only groups that libraries pick (loads the core only when it is set)."""
     if not options.library_axes:
         return
-    from spmd_types.typesystem.ecosystem import ROLES
+    from spmd_types.typesystem import ROLES
 
     unknown = sorted(role for role, _ in options.library_axes if role not in ROLES)
     if unknown:
@@ -78,8 +81,8 @@ class SpmdPlugin(Plugin):
     def __init__(self, options: Options) -> None:
         super().__init__(options)
         try:
-            self._options = config.load(options.config_file)
-            _check_library_roles(self._options, options.config_file)
+            plugin_options = config.load(options.config_file)
+            _check_library_roles(plugin_options, options.config_file)
         except (config.ConfigError, ValueError) as error:
             # A configuration mistake, reported like mypy's own: a message and exit status 2.
             print(f"spmd-mypy: {error}", file=sys.stderr)
@@ -87,33 +90,30 @@ class SpmdPlugin(Plugin):
         if not options.allow_redefinition:
             print(WITHOUT_REDEFINITION_NOTE, file=sys.stderr)
         self._fingerprint = _rules_fingerprint()
-        self._modules: dict[str, MypyFile] | None = None
-        self._loaded: Hooks | None = None
+        self._session = Session(plugin_options, self.lookup_fully_qualified)
+        self._router: Router | None = None
 
     def set_modules(self, modules: dict[str, MypyFile]) -> None:
         super().set_modules(modules)
-        self._modules = modules
-        if self._loaded is not None:
-            self._loaded.set_modules(modules)
+        self._session.modules = modules
 
     @property
-    def _hooks(self) -> Hooks:
-        if self._loaded is None:
-            from spmd_mypy.hooks import Hooks
+    def _hooks(self) -> Router:
+        if self._router is None:
+            from spmd_mypy.hooks import Router
 
-            self._loaded = Hooks(self, self._options, self._modules)
-        return self._loaded
+            self._router = Router(self._session)
+        return self._router
 
     # -- configuration and dependencies ----------------------------------------------
 
     def report_config_data(self, ctx: ReportConfigContext) -> object:
-        return {"version": spmd_mypy.__version__, "rules": self._fingerprint, **self._options.as_data()}
+        return {"version": spmd_mypy.__version__, "rules": self._fingerprint, **self._session.options.as_data()}
 
     def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
         # mypy calls this whenever it (re)parses a module, the daemon after an
         # edit among them: what is known about callables may have changed.
-        if self._loaded is not None:
-            self._loaded.forget_callables()
+        self._session.forget_callables()
         return []
 
     # -- hooks -----------------------------------------------------------------------

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from spmd_mypy.config import INI_SECTION, PLUGIN, TOML_TABLE, option_help
+
 __all__ = ["FORMATS", "TORCH_INTERNALS", "Format", "render"]
 
 Format = Literal["ini", "pyproject"]
@@ -39,7 +41,7 @@ class _Option:
 
 
 _MYPY_OPTIONS: Final = (
-    _Option("plugins", ("spmd_mypy.plugin",)),
+    _Option("plugins", (PLUGIN,)),
     _Option(
         "allow_redefinition",
         True,
@@ -50,12 +52,7 @@ _MYPY_OPTIONS: Final = (
     _Option("local_partial_types", True),
 )
 
-_PLUGIN_OPTIONS: Final = (
-    _Option("axes", None, ("dp", "tp", "cp"),
-            why="The mesh axes of your program: an annotation naming another axis is an error."),
-    _Option("strict_axes", None, False, why="Every annotation must name every axis listed in `axes`."),
-    _Option("debug", None, False, why="Report internal plugin failures as notes (for bug reports)."),
-)
+_PLUGIN_OPTIONS: Final = tuple(_Option(name, None, shown.example, shown.why) for name, shown in option_help().items())
 
 TORCH_INTERNALS: Final[tuple[str, ...]] = (
     "torch._dynamo.*", "torch._inductor.*", "torch.fx.*", "torch._functorch.*", "torch.onnx.*",
@@ -150,8 +147,8 @@ class _Spelling:
 
 
 _SPELLINGS: Final[dict[Format, _Spelling]] = {
-    "ini": _Spelling("[mypy]", "[mypy.plugins.spmd]", _ini_value, _ini_skip_section),
-    "pyproject": _Spelling("[tool.mypy]", "[tool.spmd-mypy]", _toml_value, _toml_skip_section),
+    "ini": _Spelling("[mypy]", f"[{INI_SECTION}]", _ini_value, _ini_skip_section),
+    "pyproject": _Spelling("[tool.mypy]", f"[tool.{TOML_TABLE}]", _toml_value, _toml_skip_section),
 }
 
 

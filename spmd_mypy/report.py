@@ -1,19 +1,18 @@
-"""mypy error codes for SPMD violations, and how violations become mypy errors.
+"""How violations become mypy errors, and how the source is spelled in them.
 
-Each class of mistake has its own code under ``spmd-``, so one line can be
-silenced with ``# type: ignore[spmd-partial]`` and a whole class turned off with
-``disable_error_code``.  The wording of every rule comes from the core's
-:class:`~spmd_types.typesystem.Violation`; this module only places it.
+Each class of mistake has its own code under ``spmd-`` (:mod:`spmd_mypy.error_codes`),
+so one line can be silenced with ``# type: ignore[spmd-partial]`` and a whole
+class turned off with ``disable_error_code``.  The wording of every rule comes
+from the core's :class:`~spmd_types.typesystem.Violation`; this module only
+places it, naming the operands as the source spells them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 
 from mypy.nodes import (
     CallExpr,
-    Context,
     Expression,
     FloatExpr,
     IndexExpr,
@@ -26,14 +25,10 @@ from mypy.nodes import (
 from mypy.plugin import CheckerPluginInterface
 
 from spmd_mypy.compat import past_speculation
-from spmd_mypy.error_codes import CODES, INTERNAL
-from spmd_types.typesystem import Violation
+from spmd_mypy.error_codes import CODES
+from spmd_mypy.verdict import Report
 
-__all__ = ["Reporter", "spell"]
-
-
-C = TypeVar("C")
-R = TypeVar("R")
+__all__ = ["emit", "spell"]
 
 
 def spell(expr: Expression) -> str:
@@ -55,58 +50,17 @@ def spell(expr: Expression) -> str:
     return "x"
 
 
-class Reporter:
-    """Turns violations into mypy errors; guards hooks against internal failures."""
-
-    def __init__(self, debug: bool) -> None:
-        self._debug = debug
-
-    def violations(
-        self,
-        api: CheckerPluginInterface,
-        violations: Sequence[Violation],
-        context: Context,
-        where: str,
-        operand_names: Sequence[str] = (),
-        value: str = "x",
-        *,
-        speculative: bool = False,
-    ) -> None:
-        """Report each violation at ``context``; ``where`` names the op or boundary.
-
-        ``speculative`` marks a hook that mypy runs under an error filter while
-        it tries alternatives: an operator's dunder and its reflection, or the
-        overloads of a function (see :func:`spmd_mypy.compat.past_speculation`).
-        """
-        if not violations:
-            return
-        if speculative:
+def emit(api: CheckerPluginInterface, reports: Sequence[Report]) -> None:
+    """Report each violation of ``reports`` as a mypy error, with the error code of its class."""
+    for report in reports:
+        if report.speculative:
             with past_speculation(api):
-                self.violations(api, violations, context, where, operand_names, value)
-            return
-        for violation in violations:
-            message = violation.render(where, tuple(operand_names), value)
-            api.fail(message, context, code=CODES[violation.code])
+                _emit(api, report)
+        else:
+            _emit(api, report)
 
-    def guard(self, hook: Callable[[C], R], fallback: Callable[[C], R]) -> Callable[[C], R]:
-        """``hook``, except that an internal failure falls back instead of crashing mypy.
 
-        With the ``debug`` option the failure is also reported as a note
-        (code ``spmd-internal``) at the expression being checked.
-        """
-        debug = self._debug
-
-        def guarded(ctx: C) -> R:
-            try:
-                return hook(ctx)
-            except Exception as error:  # the plugin must never crash mypy
-                if debug:
-                    api = getattr(ctx, "api", None)
-                    context = getattr(ctx, "context", None)
-                    if api is not None and context is not None:
-                        note = getattr(api, "note", None) or api.msg.note
-                        note(f"spmd plugin: {type(error).__name__}: {error}; treated as unknown", context,
-                             code=INTERNAL)
-                return fallback(ctx)
-
-        return guarded
+def _emit(api: CheckerPluginInterface, report: Report) -> None:
+    for violation in report.violations:
+        message = violation.render(report.where, report.operands, report.value)
+        api.fail(message, report.at, code=CODES[violation.code])

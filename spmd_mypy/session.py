@@ -1,15 +1,16 @@
-"""State the hooks share for one mypy run: options, reporting, and call-site bookkeeping."""
+"""The one object that holds what the plugin knows while mypy runs; every handler receives it."""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from mypy.nodes import Context, Expression, Import, ImportAll, ImportFrom, MypyFile
+from mypy.nodes import Context, Expression, Import, ImportAll, ImportFrom, MypyFile, SymbolTableNode
 from mypy.plugin import CheckerPluginInterface
 from mypy.types import CallableType
 
-from spmd_mypy.annotations import StubsWarned
 from spmd_mypy.compat import (
     Assignment,
     buffers_written_in_place,
@@ -20,36 +21,68 @@ from spmd_mypy.compat import (
     without_autograd_spans,
 )
 from spmd_mypy.config import PluginOptions
-from spmd_mypy.encoding import Encoder
-from spmd_mypy.report import Reporter
+from spmd_mypy.fullnames import SPMD_PACKAGE, STR
 
-__all__ = ["Session"]
+if TYPE_CHECKING:
+    from spmd_mypy.callables import Answer
+    from spmd_mypy.encoding import Encoder
+
+__all__ = ["Session", "StubsWarned"]
+
+StubsWarned = dict[str, tuple[MypyFile | None, int, int]]
+"""Per module: the parsed file and the position of the annotation told that the stubs are missing."""
 
 
 @dataclass
 class Session:
-    """What every hook needs.
+    """Everything the plugin knows while mypy runs.
+
+    :class:`~spmd_mypy.plugin.SpmdPlugin` makes one when mypy loads it and
+    keeps it for as long as mypy keeps the plugin (the daemon: across runs),
+    and every handler receives it.  Nothing else holds state: the few memos
+    at module level (:func:`~spmd_mypy.fullnames.public_function_name`, the
+    op outcomes in :mod:`spmd_mypy.ops`, parsed type texts in
+    :mod:`spmd_mypy.encoding`) remember pure functions of their arguments.
+    Importing this module loads neither the rule core nor the hooks, so that
+    a run whose every module is cached pays for neither.
+
+    * ``options``: the plugin's options;
+    * ``lookup``: mypy's lookup of a full name among the loaded ``modules``,
+      which mypy hands over before it checks anything (``None`` before);
+    * ``callables``: whether each user callable has an SPMD signature
+      (:mod:`spmd_mypy.callables`), answered once per name;
+    * ``relaxed``: per call expression, the declared signature whose SPMD
+      parameters the call's signature hook relaxed, for the return hook of the
+      same call to check exactly (:mod:`spmd_mypy.boundaries`); ``None`` marks
+      an overloaded callee, which is not checked;
+    * ``stubs_warned``: per module, the annotation told that the ``spmd_types``
+      stubs are missing;
+    * what is known about each checked file (:meth:`uses_spmd` and the other
+      methods), computed when first asked, while mypy keeps the same parse.
 
     In modules that import ``spmd_types``, constants such as ``torch.ones(3)``
     get an SPMD type; elsewhere the plugin only follows values that already
-    have one, so it stays inert on plain code.  ``relaxed`` remembers, per call expression, the declared signature whose
-    SPMD parameters a signature hook relaxed, for the return hook to check
-    exactly; ``None`` marks an overloaded callee, which is not checked.
-    ``stubs_warned`` records, per module, the annotation told that the ``spmd_types`` stubs are missing.
+    have one, so it stays inert on plain code.
     """
 
     options: PluginOptions
-    reporter: Reporter
+    lookup: Callable[[str], SymbolTableNode | None]
     modules: dict[str, MypyFile] | None = None
+    callables: dict[tuple[str, str], Answer] = field(default_factory=dict)
     relaxed: dict[Context, CallableType | None] = field(default_factory=dict)
     stubs_warned: StubsWarned = field(default_factory=dict)
+    _files: dict[str, _FileFacts] = field(default_factory=dict)
 
     def encoder(self, api: CheckerPluginInterface) -> Encoder:
-        rebindable = not api.options.allow_redefinition
-        return Encoder(self.modules, api.named_generic_type("builtins.str", []), rebindable)
+        """How SPMD types are written as mypy types while ``api`` checks a module."""
+        from spmd_mypy.encoding import Encoder  # loads the rule core: not at the plugin's start
 
-    # What is known about each checked file, while mypy keeps the same parse of it.
-    _files: dict[str, _FileFacts] = field(default_factory=dict)
+        rebindable = not api.options.allow_redefinition
+        return Encoder(self.modules, api.named_generic_type(STR, []), rebindable)
+
+    def forget_callables(self) -> None:
+        """Drop what is known about callables: a module was (re)parsed, and may have changed them."""
+        self.callables.clear()
 
     def _facts(self, api: CheckerPluginInterface) -> _FileFacts | None:
         tree = checked_file(api)
@@ -136,8 +169,8 @@ class _FileFacts:
 
 def _imports_spmd_types(file: MypyFile) -> bool:
     for node in file.imports:
-        if isinstance(node, Import) and any(name.split(".")[0] == "spmd_types" for name, _ in node.ids):
+        if isinstance(node, Import) and any(name.split(".")[0] == SPMD_PACKAGE for name, _ in node.ids):
             return True
-        if isinstance(node, (ImportFrom, ImportAll)) and node.id.split(".")[0] == "spmd_types":
+        if isinstance(node, (ImportFrom, ImportAll)) and node.id.split(".")[0] == SPMD_PACKAGE:
             return True
     return False

@@ -21,13 +21,23 @@ from mypy.plugin import FunctionContext
 
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Encoder
-from spmd_mypy.ops import public_function_name
+from spmd_mypy.fullnames import public_function_name
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
-from spmd_types.typesystem import SpmdType, lookup, summed_replicated_term, sums_over_axis
-from spmd_types.typesystem.collectives import Endpoint
-from spmd_types.typesystem.local_types import AxisType, V, is_varying
-from spmd_types.typesystem.summation import BIASED_PRODUCTS, SUM_OPS
+from spmd_mypy.verdict import Verdict
+from spmd_types.typesystem import (
+    BIASED_PRODUCTS,
+    SUM_OPS,
+    AxisType,
+    Endpoint,
+    SpmdType,
+    V,
+    is_varying,
+    lookup,
+    method_name,
+    summed_replicated_term,
+    sums_over_axis,
+)
 
 __all__ = ["check_summed_input"]
 
@@ -37,6 +47,7 @@ Summand = tuple[str, AxisType | None]
 def check_summed_input(
     session: Session,
     ctx: FunctionContext,
+    verdict: Verdict,
     call: str,
     x: Expression,
     axis: str,
@@ -45,7 +56,7 @@ def check_summed_input(
     op: str,
     where: str,
 ) -> None:
-    """Report ``call(x, axis, ...)`` when it sums over ``axis`` a replicated summand of ``x``."""
+    """Report into ``verdict`` when ``call(x, axis, ...)`` sums over ``axis`` a replicated summand of ``x``."""
     if not sums_over_axis(call, src, dst, op):
         return
     built = session.value_of(ctx.api, x.name, ctx.context) if isinstance(x, NameExpr) else x
@@ -56,8 +67,7 @@ def check_summed_input(
         return
     violation = summed_replicated_term(call, axis, summands)
     if violation is not None:
-        session.reporter.violations(ctx.api, [violation], ctx.context, where, tuple(n for n, _ in summands),
-                                    spell(x))
+        verdict.report([violation], ctx.context, where, tuple(n for n, _ in summands), spell(x))
 
 
 def _summands(ctx: FunctionContext, expr: Expression, axis: str) -> Iterator[Summand]:
@@ -110,7 +120,7 @@ def _called_op(call: CallExpr) -> _Op | None:
     keywords = {name: arg for arg, name in zip(call.args, call.arg_names) if name is not None}
     callee = call.callee
     if isinstance(callee, MemberExpr) and not callee.fullname:
-        return _Op(f"torch.Tensor.{callee.name}", spell(callee), [callee.expr, *positional], keywords)
+        return _Op(method_name(callee.name), spell(callee), [callee.expr, *positional], keywords)
     public = public_function_name(callee.fullname) if isinstance(callee, RefExpr) else None
     return _Op(public, spell(callee), positional, keywords) if public is not None else None
 

@@ -45,16 +45,11 @@ from mypy.types import (
 
 from spmd_mypy.compat import expression_type, final_str_value
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
+from spmd_mypy.fullnames import AXIS_INDEX, NUMBERS, SEQUENCES
 from spmd_mypy.report import spell
-from spmd_types.typesystem import UNKNOWN, WEAK, ZERO, Operand, OpRule, Shard, SpmdType, V
-from spmd_types.typesystem.ops import canonical_param
-from spmd_types.typesystem.shard_dims import NOT_KNOWN
+from spmd_types.typesystem import NOT_KNOWN, UNKNOWN, WEAK, ZERO, Operand, OpRule, Shard, SpmdType, V, canonical_param
 
 __all__ = ["Arguments", "contains_tensor", "read_arguments", "with_result"]
-
-AXIS_INDEX = "spmd_types.axis_index"
-_NUMBERS = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.complex"})
-_SEQUENCES = frozenset({"builtins.list", "builtins.tuple", "typing.Sequence", "collections.abc.Sequence"})
 
 
 @dataclass
@@ -187,7 +182,7 @@ def _elements(
             return [(t, item) for t, item in found if t is not None]
     if isinstance(typ, TupleType):
         return [(item, None) for item in typ.items]
-    if isinstance(typ, Instance) and typ.type.fullname in _SEQUENCES and typ.args:
+    if isinstance(typ, Instance) and typ.type.fullname in SEQUENCES and typ.args:
         item = get_proper_type(typ.args[0])
         if _is_tensor_like(item):
             return [(item, None)]
@@ -214,7 +209,7 @@ def _rank_index_axes(expr: Expression | None) -> set[str]:
 def _is_number(typ: ProperType) -> bool:
     if isinstance(typ, LiteralType):
         return isinstance(typ.value, (int, float))
-    return isinstance(typ, Instance) and typ.type.fullname in _NUMBERS
+    return isinstance(typ, Instance) and typ.type.fullname in NUMBERS
 
 
 def _is_zero(typ: ProperType, expr: Expression | None) -> bool:
@@ -238,7 +233,7 @@ def with_result(encoder: Encoder, default: Type, spmd: SpmdType) -> Type:
         return encoder.tensor(spmd, proper, inferred=True) or default
     if isinstance(proper, TupleType):
         return proper.copy_modified(items=[with_result(encoder, t, spmd) for t in proper.items])
-    if isinstance(proper, Instance) and proper.type.fullname in _SEQUENCES and proper.args:
+    if isinstance(proper, Instance) and proper.type.fullname in SEQUENCES and proper.args:
         return proper.copy_modified(args=[with_result(encoder, a, spmd) for a in proper.args])
     if isinstance(proper, UnionType):
         return UnionType([with_result(encoder, t, spmd) for t in proper.items])
@@ -252,5 +247,5 @@ def contains_tensor(typ: Type) -> bool:
         return True
     if isinstance(proper, (TupleType, UnionType)):
         return any(contains_tensor(t) for t in proper.items)
-    return isinstance(proper, Instance) and proper.type.fullname in _SEQUENCES and any(
+    return isinstance(proper, Instance) and proper.type.fullname in SEQUENCES and any(
         contains_tensor(a) for a in proper.args)

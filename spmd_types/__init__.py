@@ -26,22 +26,23 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-# Each public name and the module that defines it, imported on first access:
-# the markers are pure Python, the runtime names load torch.  Importing a part
-# of the rule core (as mypy's plugin entry point does) loads neither.
+# Each public name and the module that provides it, imported on first access:
+# the markers come from the rule core's interface and are pure Python, the
+# runtime names load torch.  Importing a part of the rule core (as mypy's
+# plugin entry point does) loads neither.
 _DEFINED_IN = {
-    "AnnotationError": "spmd_types.typesystem.annotations",
-    "Axis": "spmd_types.typesystem.annotations",
-    "AxisTypes": "spmd_types.typesystem.annotations",
-    "Spmd": "spmd_types.typesystem.annotations",
-    "I": "spmd_types.typesystem.local_types",
-    "LocalType": "spmd_types.typesystem.local_types",
-    "P": "spmd_types.typesystem.local_types",
-    "R": "spmd_types.typesystem.local_types",
-    "S": "spmd_types.typesystem.local_types",
-    "Shard": "spmd_types.typesystem.local_types",
-    "V": "spmd_types.typesystem.local_types",
-    "PartitionSpec": "spmd_types.typesystem.partition_spec",
+    "AnnotationError": "spmd_types.typesystem",
+    "Axis": "spmd_types.typesystem",
+    "AxisTypes": "spmd_types.typesystem",
+    "Spmd": "spmd_types.typesystem",
+    "I": "spmd_types.typesystem",
+    "LocalType": "spmd_types.typesystem",
+    "P": "spmd_types.typesystem",
+    "R": "spmd_types.typesystem",
+    "S": "spmd_types.typesystem",
+    "Shard": "spmd_types.typesystem",
+    "V": "spmd_types.typesystem",
+    "PartitionSpec": "spmd_types.typesystem",
     "all_reduce": "spmd_types._collectives",
     "all_gather": "spmd_types._collectives",
     "reduce_scatter": "spmd_types._collectives",

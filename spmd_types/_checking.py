@@ -66,26 +66,55 @@ from spmd_types import _dist, _mesh, _rebinding
 from spmd_types._declarations import Declarations, Tree, annotations_of, callee_name, declared_trees, declared_values
 from spmd_types._errors import SpmdTypeCheckError
 from spmd_types._op_params import Signatures, signatures
-from spmd_types.typesystem.annotations import AnnotationError, AxisTypes, spmd_type_from_metadata
-from spmd_types.typesystem.collectives import CALLS, Endpoint, check_call_on_axes, flattened_axes, retargeted, route
-from spmd_types.typesystem.ecosystem import (
+from spmd_types.typesystem import (
+    AUTOGRAD_FUNCTIONS,
+    BIASED_PRODUCTS,
+    CALLS,
     EQUIVALENTS,
     FUNCTIONAL_OPS,
     IN_PLACE,
+    OPERATOR_SYMBOLS,
+    OPS,
     PASS_THROUGH_OPS,
+    RETURN_VALUE,
+    SUM_OPS,
+    UNKNOWN,
+    WEAK,
+    ZERO,
+    AnnotationError,
+    AxisTypes,
+    Code,
+    Constant,
+    Endpoint,
     Equivalent,
     FunctionalOp,
     InPlace,
+    LocalType,
+    Operand,
+    OpOutcome,
+    OpRule,
+    Shard,
+    SpmdType,
+    V,
+    Violation,
+    apply_op,
+    argument_site,
+    canonical_param,
+    check_backward,
+    check_call_on_axes,
+    check_fits,
     check_in_place,
+    counted_like,
+    display_name,
+    flattened_axes,
+    is_varying,
+    lookup,
+    retargeted,
+    route,
+    spmd_type_from_metadata,
+    summed_replicated_term,
+    sums_over_axis,
 )
-from spmd_types.typesystem.join import Operand, OpOutcome, apply_op, check_fits
-from spmd_types.typesystem.local_types import WEAK, ZERO, Constant, LocalType, Shard, V, is_varying
-from spmd_types.typesystem.loss import AUTOGRAD_FUNCTIONS, check_backward
-from spmd_types.typesystem.ops import OPERATOR_SYMBOLS, OPS, OpRule, canonical_param, display_name, lookup
-from spmd_types.typesystem.shard_dims import counted_like
-from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
-from spmd_types.typesystem.summation import BIASED_PRODUCTS, SUM_OPS, summed_replicated_term, sums_over_axis
-from spmd_types.typesystem.violations import RETURN_VALUE, Code, Violation, argument_site
 
 __all__ = ["TypeTracker", "checked", "collective", "runtime_checking"]
 

@@ -56,8 +56,7 @@ from spmd_types import _comm, _dist
 from spmd_types._checking import assert_declared
 from spmd_types._errors import CollectiveArgumentError, ShapeError, SpmdTypeCheckError, SpmdValueError
 from spmd_types._mesh import Group, local_tensors, rank_values, resolve_axis, simulated
-from spmd_types.typesystem.annotations import AxisTypes
-from spmd_types.typesystem.local_types import I, R, Shard
+from spmd_types.typesystem import AxisTypes, I, R, Shard
 
 __all__ = ["assert_type", "check_exchange_sizes", "check_ranks_agree", "runtime_checks_enabled", "set_runtime_checks"]
 

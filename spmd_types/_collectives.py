@@ -42,8 +42,7 @@ from spmd_types._prims import (
     shard_sizes,
     size_list,
 )
-from spmd_types.typesystem.collectives import NO_GRADIENT_REDUCTIONS, Endpoint
-from spmd_types.typesystem.local_types import P, Shard, V
+from spmd_types.typesystem import NO_GRADIENT_REDUCTIONS, Endpoint, P, Shard, V
 
 __all__ = ["all_gather", "all_reduce", "all_to_all", "ppermute", "redistribute", "reduce_scatter"]
 

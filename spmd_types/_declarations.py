@@ -21,8 +21,7 @@ from typing import Any, Final
 
 import torch
 
-from spmd_types.typesystem.annotations import spmd_type_from_metadata
-from spmd_types.typesystem.spmd_type import SpmdType
+from spmd_types.typesystem import SpmdType, spmd_type_from_metadata
 
 __all__ = [
     "Declarations", "Each", "Items", "Tree", "annotations_of", "callee_name", "declared_trees", "declared_values",

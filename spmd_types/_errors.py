@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from spmd_types.typesystem.violations import Violation
+from spmd_types.typesystem import Violation
 
 __all__ = [
     "CollectiveArgumentError",

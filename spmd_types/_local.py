@@ -20,8 +20,7 @@ import torch
 from spmd_types._checking import collective
 from spmd_types._mesh import AxisLike, resolve_axis
 from spmd_types._prims import check_dim, check_tensor, plan, run, shard_sizes
-from spmd_types.typesystem.collectives import Endpoint
-from spmd_types.typesystem.local_types import Shard
+from spmd_types.typesystem import Endpoint, Shard
 
 __all__ = ["convert", "reinterpret"]
 

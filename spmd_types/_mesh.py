@@ -50,7 +50,7 @@ from torch.distributed.device_mesh import DeviceMesh
 
 from spmd_types import _dist
 from spmd_types._errors import NoCurrentMeshError, SpmdRuntimeError, SpmdValueError, UnknownAxisError
-from spmd_types.typesystem.collectives import flattened_axes
+from spmd_types.typesystem import flattened_axes
 
 __all__ = [
     "AxisLike",

@@ -52,9 +52,21 @@ from spmd_types._checks import check_ranks_agree
 from spmd_types._comm import pad_dim
 from spmd_types._errors import CollectiveArgumentError, ShapeError
 from spmd_types._mesh import Group, per_rank, per_rank_int, rank_values, simulated
-from spmd_types.typesystem.collectives import CALLS, Endpoint, Transition, check_call, primitive_transitions, route
-from spmd_types.typesystem.collectives import backward as backward_transition
-from spmd_types.typesystem.local_types import I, LocalType, P, R, Shard, V
+from spmd_types.typesystem import (
+    CALLS,
+    LOCAL_TYPES,
+    Endpoint,
+    LocalType,
+    Shard,
+    Transition,
+    check_call,
+    endpoint_kind,
+    primitive_transitions,
+    route,
+)
+from spmd_types.typesystem import (
+    backward as backward_transition,
+)
 
 __all__ = [
     "PRIMS", "Precision", "Prim", "check_dim", "check_tensor", "need_sizes", "permutation", "plan", "run",
@@ -64,10 +76,6 @@ __all__ = [
 Impl = Callable[[torch.Tensor, Group, int, int, Any], torch.Tensor]
 Key = tuple[str, str, str]
 
-
-
-def _kind(t: Endpoint) -> str:
-    return "S" if isinstance(t, Shard) else t.code
 
 
 def check_dim(dim: int, ndim: int, what: str) -> int:
@@ -399,19 +407,15 @@ class Prim:
 
     def __init__(self, transition: Transition) -> None:
         self.transition = transition
-        self.key = (transition.call, _kind(transition.src), _kind(transition.dst))
+        self.key = transition.key
         self.forward = _IMPLS[self.key]
 
     def __repr__(self) -> str:
         return f"Prim({self.transition} | backward {self.backward.transition})"
 
 
-def _key(t: Transition) -> Key:
-    return (t.call, _kind(t.src), _kind(t.dst))
-
-
 def _build_prims() -> dict[Key, Prim]:
-    transitions = {_key(t): t for t in primitive_transitions()}
+    transitions = {t.key: t for t in primitive_transitions()}
     missing = set(transitions) - set(_IMPLS)
     stale = set(_IMPLS) - set(transitions)
     if missing or stale:
@@ -421,7 +425,7 @@ def _build_prims() -> dict[Key, Prim]:
         )
     prims = {key: Prim(t) for key, t in transitions.items()}
     for key, prim in prims.items():
-        prim.backward = prims[_key(backward_transition(transitions[key]))]
+        prim.backward = prims[backward_transition(transitions[key]).key]
     return prims
 
 
@@ -504,9 +508,8 @@ PlanKey = tuple[str, str, str, bool]
 
 def _representatives(src_kind: str, dst_kind: str, same: bool) -> tuple[Endpoint, Endpoint]:
     """Endpoints of the given kinds; two shards are equal exactly when ``same``."""
-    by_code: dict[str, Endpoint] = {t.code: t for t in (R, I, V, P)}
-    src = Shard(0) if src_kind == "S" else by_code[src_kind]
-    dst = (src if same else Shard(1)) if dst_kind == "S" else by_code[dst_kind]
+    src: Endpoint = LOCAL_TYPES.get(src_kind, Shard(0))
+    dst: Endpoint = LOCAL_TYPES.get(dst_kind, src if same else Shard(1))
     return src, dst
 
 
@@ -525,7 +528,7 @@ def _build_plans() -> dict[PlanKey, Plan]:
                 steps = route(call, src, dst)
                 if steps is not None:
                     plans[(call, src_kind, dst_kind, same)] = tuple(
-                        PRIMS[_key(t)] for t in steps if not _elidable(t)
+                        PRIMS[t.key] for t in steps if not _elidable(t)
                     )
     return plans
 
@@ -540,8 +543,7 @@ def plan(call: str, src: Endpoint, dst: Endpoint, group: Group) -> Plan:
     do what was probably meant and what each costs.
     """
     if isinstance(src, (LocalType, Shard)) and isinstance(dst, (LocalType, Shard)):
-        src_kind = "S" if isinstance(src, Shard) else src.code
-        dst_kind = "S" if isinstance(dst, Shard) else dst.code
+        src_kind, dst_kind = endpoint_kind(src), endpoint_kind(dst)
         found = _PLANS.get((call, src_kind, dst_kind, src_kind == dst_kind and src == dst))
         if found is not None:
             return found

@@ -13,9 +13,7 @@ from spmd_types._errors import CollectiveArgumentError, NoCurrentMeshError
 from spmd_types._local import convert
 from spmd_types._mesh import current_mesh
 from spmd_types._prims import check_tensor
-from spmd_types.typesystem.layout import Reorder
-from spmd_types.typesystem.partition_spec import MeshAxes, PartitionSpec, global_shape
-from spmd_types.typesystem.planner import Plan, Step, plan_redistribute
+from spmd_types.typesystem import MeshAxes, PartitionSpec, Plan, Reorder, Step, global_shape, plan_redistribute
 
 __all__ = ["redistribute_spec"]
 

@@ -25,13 +25,13 @@ from typing import Final, TypeAlias
 import libcst as cst
 
 from spmd_types.codemods.names import Resolved
-from spmd_types.typesystem.collectives import Endpoint
-from spmd_types.typesystem.ecosystem import (
+from spmd_types.typesystem import (
     EQUIVALENTS,
     FUNCTIONAL_OPS,
     GROUP_GETTERS,
     IN_PLACE,
     REEXPORTS,
+    Endpoint,
     Equivalent,
     FunctionalOp,
     InPlace,

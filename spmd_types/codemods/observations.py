@@ -22,8 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from spmd_types.typesystem.local_types import LocalType, Shard, V
-from spmd_types.typesystem.spmd_type import SpmdType
+from spmd_types.typesystem import LocalType, Shard, SpmdType, V
 
 __all__ = [
     "RESULT", "ClassTypes", "Note", "Observation", "Shape", "Value", "known_part", "refine", "scaled_dim", "settle",

@@ -63,10 +63,7 @@ from spmd_types.codemods.observations import (
     scaled_dim,
     settle,
 )
-from spmd_types.typesystem.annotations import markers_from_text
-from spmd_types.typesystem.join import check_fits
-from spmd_types.typesystem.local_types import I, LocalType, R, Shard
-from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
+from spmd_types.typesystem import UNKNOWN, I, LocalType, R, Shard, SpmdType, check_fits, markers_from_text
 
 __all__ = ["observe"]
 

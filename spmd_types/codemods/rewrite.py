@@ -34,7 +34,7 @@ from libcst.metadata import PositionProvider, QualifiedNameProvider, Scope, Scop
 from spmd_types.codemods.layout import comments, laid_out
 from spmd_types.codemods.library_calls import Entry, Plan, lookup, plan
 from spmd_types.codemods.names import Namer, package_of, resolve
-from spmd_types.typesystem.collectives import Endpoint, type_arg
+from spmd_types.typesystem import Endpoint, type_arg
 
 __all__ = ["Finding", "Migration", "migrate_source"]
 

@@ -33,8 +33,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 
 from spmd_types.codemods.names import top_level_bindings
 from spmd_types.codemods.observations import RESULT, ClassTypes, Note, Observation, Value
-from spmd_types.typesystem.local_types import LocalType, Shard
-from spmd_types.typesystem.spmd_type import SpmdType
+from spmd_types.typesystem import LocalType, Shard, SpmdType
 
 __all__ = ["Rewrite", "annotate_source", "is_spmd_annotation", "markers", "write_annotations"]
 

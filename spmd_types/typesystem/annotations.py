@@ -1,8 +1,9 @@
-"""Annotation markers and how ``Annotated`` metadata becomes an :class:`SpmdType`.
+"""How ``Annotated`` metadata becomes an :class:`SpmdType`, and the markers that are not local types.
 
 ``R["dp"]``, ``V["dp", "cp"]`` and ``S["tp", 0]`` evaluate to :class:`AxisTypes`
-values; ``Axis["tp"]`` (for process groups) evaluates to :class:`Axis`.  Both
-are plain metadata for ``typing.Annotated``::
+values (defined with the types they mark, in :mod:`.local_types`);
+``Axis["tp"]`` (for process groups) evaluates to :class:`Axis`.  Both are
+plain metadata for ``typing.Annotated``::
 
     x: Annotated[Tensor, R["dp"], V["tp"]]
     group: Annotated[ProcessGroup, Axis["tp"]]
@@ -22,56 +23,18 @@ from __future__ import annotations
 import typing
 from collections.abc import Iterable
 
-from spmd_types.typesystem.local_types import AxisType, LocalType, Shard
-from spmd_types.typesystem.spmd_type import SpmdType
+from spmd_types.typesystem.local_types import (
+    AnnotationError,
+    AxisType,
+    AxisTypes,
+    LocalType,
+    Shard,
+    axis_types_marker,
+    shard_marker,
+)
+from spmd_types.typesystem.spmd_type import SpmdType, parse
 
-__all__ = [
-    "AnnotationError",
-    "Axis",
-    "AxisTypes",
-    "Spmd",
-    "axis_of_hint",
-    "axis_types_marker",
-    "markers_from_text",
-    "shard_marker",
-    "spmd_type_from_metadata",
-    "spmd_type_of_hint",
-]
-
-
-class AnnotationError(TypeError):
-    """A malformed SPMD annotation (``R[0]``, ``S["tp"]``, conflicting axes, ...)."""
-
-
-class AxisTypes:
-    """Metadata saying that a tensor has type ``axis_type`` on each of ``axes``."""
-
-    __slots__ = ("axes", "axis_type")
-
-    axis_type: LocalType | Shard
-    axes: tuple[str, ...]
-
-    def __init__(self, axis_type: LocalType | Shard, axes: tuple[str, ...]) -> None:
-        object.__setattr__(self, "axis_type", axis_type)
-        object.__setattr__(self, "axes", axes)
-
-    def __setattr__(self, key: str, value: object) -> None:
-        raise AttributeError("AxisTypes is immutable")
-
-    def __repr__(self) -> str:
-        if isinstance(self.axis_type, Shard):
-            return f"S[{self.axes[0]!r}, {self.axis_type.dim}]"
-        return f"{self.axis_type.code}[{', '.join(map(repr, self.axes))}]"
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, AxisTypes)
-            and other.axis_type == self.axis_type
-            and other.axes == self.axes
-        )
-
-    def __hash__(self) -> int:
-        return hash((self.axis_type, self.axes))
+__all__ = ["Axis", "Spmd", "axis_of_hint", "markers_from_text", "spmd_type_from_metadata", "spmd_type_of_hint"]
 
 
 class _AxisMeta(type):
@@ -102,36 +65,6 @@ class Axis(metaclass=_AxisMeta):
 
     def __hash__(self) -> int:
         return hash(("Axis", self.name))
-
-
-def axis_types_marker(axis_type: LocalType, axes: str | tuple[str, ...]) -> AxisTypes:
-    """What ``R[axes]`` evaluates to; validates that ``axes`` are axis names."""
-    names = axes if isinstance(axes, tuple) else (axes,)
-    if not names:
-        raise AnnotationError(f"{axis_type.code}[...] needs at least one mesh-axis name")
-    for name in names:
-        if not isinstance(name, str) or not name:
-            raise AnnotationError(
-                f"{axis_type.code}[...] takes mesh-axis names as strings, "
-                f"got {name!r} ({type(name).__name__})"
-            )
-    if len(set(names)) != len(names):
-        raise AnnotationError(f"{axis_type.code}[...] names an axis twice: {names!r}")
-    return AxisTypes(axis_type, names)
-
-
-def shard_marker(key: object) -> AxisTypes:
-    """What ``S[axis, dim]`` evaluates to; validates both parts."""
-    if not isinstance(key, tuple) or len(key) != 2:
-        raise AnnotationError(
-            f"S[...] takes a mesh-axis name and a tensor dim, as in S['tp', 0]; got S[{key!r}]"
-        )
-    axis, dim = key
-    if not isinstance(axis, str) or not axis:
-        raise AnnotationError(f"S[axis, dim]: the axis must be a string name, got {axis!r}")
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise AnnotationError(f"S[axis, dim]: the dim must be an int, got {dim!r} in S[{axis!r}, {dim!r}]")
-    return AxisTypes(Shard(dim), (axis,))
 
 
 def spmd_type_from_metadata(metadata: Iterable[object]) -> SpmdType | None:
@@ -195,8 +128,6 @@ class Spmd(metaclass=_SpmdMeta):
 
 def markers_from_text(text: str) -> list[AxisTypes]:
     """The markers equivalent to the text form ``"dp:R, tp:S(0)"`` of a declared type."""
-    from spmd_types.typesystem.spmd_type import parse
-
     try:
         parsed = parse(text)
     except ValueError as error:

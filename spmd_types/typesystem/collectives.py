@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Final, TypeAlias
 
 from spmd_types.typesystem.local_types import (
+    LOCAL_TYPES,
     WEAK,
     ZERO,
     AxisType,
@@ -43,13 +44,18 @@ __all__ = [
     "Endpoint",
     "Transition",
     "backward",
+    "backward_route",
     "check_call",
     "check_call_on_axes",
     "cost",
+    "effects",
+    "endpoint_kind",
     "fix",
     "fixes_between",
     "flattened_axes",
+    "kind_label",
     "primitive_transitions",
+    "retargeted",
     "route",
     "type_arg",
 ]
@@ -58,8 +64,21 @@ Endpoint: TypeAlias = LocalType | Shard
 """A ``src`` or ``dst`` value: ``R``, ``I``, ``V``, ``P`` or ``S(i)``."""
 
 
-def _kind(t: Endpoint) -> str:
-    return "S" if isinstance(t, Shard) else t.code
+_SHARD_KIND: Final = "S"
+
+
+def endpoint_kind(t: Endpoint) -> str:
+    """The kind of a ``src``/``dst`` value: its code, with every shard ``S(i)`` the one kind ``"S"``.
+
+    The tables of calls and primitives are written by kind: what they say of
+    ``"S"`` holds for every shard dim.
+    """
+    return _SHARD_KIND if isinstance(t, Shard) else t.code
+
+
+def kind_label(kind: str) -> str:
+    """How messages and tables name a kind: ``S(i)`` for the shards, the code (``R``) otherwise."""
+    return "S(i)" if kind == _SHARD_KIND else kind
 
 
 def type_arg(t: Endpoint) -> str:
@@ -110,22 +129,32 @@ class Transition:
     dst: Endpoint
 
     def __post_init__(self) -> None:
-        if (self.call, _kind(self.src), _kind(self.dst)) not in _PRIMITIVES:
+        if self.key not in _PRIMITIVES:
             raise ValueError(f"{self} is not a primitive transition")
 
     def __str__(self) -> str:
         return f"{self.call}({self.src.code} -> {self.dst.code})"
 
     @property
+    def key(self) -> tuple[str, str, str]:
+        """The transition's row in the table of primitives: the call and the kinds of its types."""
+        return (self.call, endpoint_kind(self.src), endpoint_kind(self.dst))
+
+    @property
     def effect(self) -> str:
         """What the forward does to the local data (``all-reduce``, ``no-op``, ...)."""
-        return _PRIMITIVES[(self.call, _kind(self.src), _kind(self.dst))][0]
+        return _PRIMITIVES[self.key][0]
 
 
 def backward(t: Transition) -> Transition:
     """The transition the backward of ``t`` performs on gradients."""
-    call = _PRIMITIVES[(t.call, _kind(t.src), _kind(t.dst))][1]
+    call = _PRIMITIVES[t.key][1]
     return Transition(call, gradient_type(t.dst), gradient_type(t.src))
+
+
+def backward_route(steps: tuple[Transition, ...]) -> tuple[Transition, ...]:
+    """The transitions the backward of a route runs, in the order it runs them (the last step's first)."""
+    return tuple(backward(t) for t in reversed(steps))
 
 
 def primitive_transitions(shard_dims: tuple[int, ...] = (0,)) -> tuple[Transition, ...]:
@@ -139,9 +168,9 @@ def primitive_transitions(shard_dims: tuple[int, ...] = (0,)) -> tuple[Transitio
 
 
 def _endpoints(kind: str, shard_dims: tuple[int, ...]) -> tuple[Endpoint, ...]:
-    if kind == "S":
+    if kind == _SHARD_KIND:
         return tuple(Shard(d) for d in shard_dims)
-    return ({t.code: t for t in (R, I, V, P)}[kind],)
+    return (LOCAL_TYPES[kind],)
 
 
 # -- user-facing calls -------------------------------------------------------------
@@ -266,7 +295,7 @@ def route(call: str, src: Endpoint, dst: Endpoint) -> tuple[Transition, ...] | N
 
     An empty tuple means the call is the identity (``redistribute`` to the same type).
     """
-    steps = CALLS[call].pairs.get((_kind(src), _kind(dst)))
+    steps = CALLS[call].pairs.get((endpoint_kind(src), endpoint_kind(dst)))
     if steps is None:
         return None
     if call == "redistribute" and src == dst:
@@ -277,13 +306,13 @@ def route(call: str, src: Endpoint, dst: Endpoint) -> tuple[Transition, ...] | N
 
 def cost(steps: tuple[Transition, ...]) -> str:
     """``"<forward> forward, <backward> in backward"`` for a route."""
-    backward_steps = tuple(backward(t) for t in reversed(steps))
-    return f"{_effects(steps)} forward, {_effects(backward_steps)} in backward"
+    return f"{effects(steps)} forward, {effects(backward_route(steps))} in backward"
 
 
-def _effects(steps: tuple[Transition, ...]) -> str:
-    effects = [t.effect for t in steps if t.effect != "no-op"]
-    return " then ".join(effects) if effects else "no-op"
+def effects(steps: tuple[Transition, ...]) -> str:
+    """What ``steps`` do to the local data, in order: ``"all-gather then reduce-scatter"``, or ``"no-op"``."""
+    done = [t.effect for t in steps if t.effect != "no-op"]
+    return " then ".join(done) if done else "no-op"
 
 
 _FIX_CALLS: Final = ("convert", "all_reduce", "all_gather", "reduce_scatter", "all_to_all", "reinterpret")
@@ -383,7 +412,7 @@ def check_call(
         missing = [name for name, value in (("src", src), ("dst", dst)) if value is None]
         position = 0 if missing == ["src"] else 1
         options = sorted({pair[position] for pair in spec.pairs})
-        spelled = ", ".join("S(i)" if kind == "S" else kind for kind in options)
+        spelled = ", ".join(kind_label(kind) for kind in options)
         reason = f"{call} needs {'= and '.join(missing)}= ({spelled})"
         return CallOutcome(dst, None, (Violation(Code.COLLECTIVE, axis, reason),))
     steps = route(call, src, dst)
@@ -398,7 +427,7 @@ def check_call(
         reason = (f"{call} with op={op!r} of a pending sum (P): the ranks hold summands, and their {op} is not "
                   f"the value they add up to; use op=\"sum\"")
         return CallOutcome(output, steps, (Violation(Code.PARTIAL, axis, reason, ("P",), (0,)),))
-    if have is None or src_accepts(src, have):
+    if have is None or _src_accepts(src, have):
         return CallOutcome(output, steps)
     return CallOutcome(output, steps, (_src_mismatch(call, axis, have, src, dst),))
 
@@ -472,7 +501,7 @@ def _rejected_fixes(call: str, src: Endpoint, dst: Endpoint, axis: str) -> tuple
     return tuple(f for f in (fix(call, src, want, axis) for want in (R, I, V, P)) if f is not None)
 
 
-def src_accepts(src: Endpoint, have: AxisType) -> bool:
+def _src_accepts(src: Endpoint, have: AxisType) -> bool:
     """Whether an input of type ``have`` on the axis matches the declared ``src``.
 
     ``V`` and ``S(i)`` match each other (a shard is a varying tensor); ``S(i)``

@@ -51,7 +51,7 @@ from spmd_types.typesystem.shard_dims import LayoutCall, result_dim, same_dim
 from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
 from spmd_types.typesystem.violations import Code, Fix, Violation
 
-__all__ = ["OpOutcome", "Operand", "apply_op", "check_fits", "fits", "merge_paths"]
+__all__ = ["OpOutcome", "Operand", "apply_op", "check_fits", "check_group", "fits", "merge_paths", "paths_disagree"]
 
 
 @dataclass(frozen=True)
@@ -442,6 +442,14 @@ def check_fits(value: SpmdType, declared: SpmdType, code: Code = Code.BOUNDARY) 
     return tuple(violations)
 
 
+def check_group(value_axis: str, declared_axis: str) -> tuple[Violation, ...]:
+    """A process group of mesh axis ``value_axis`` passed where the group of ``declared_axis`` is declared."""
+    if value_axis == declared_axis:
+        return ()
+    reason = f"expected the process group of axis {declared_axis!r}, got the one of {value_axis!r}"
+    return (Violation(Code.AXIS, None, reason),)
+
+
 # -- values that depend on the path taken ---------------------------------------------
 
 
@@ -478,3 +486,11 @@ def _merge_axis(kinds: Sequence[AxisType | None]) -> tuple[bool, AxisType | None
         tensors = {V}
     (kind,) = tensors
     return all(fits(constant, kind) for constant in constants), kind
+
+
+def paths_disagree(types: Collection[SpmdType]) -> Violation:
+    """A value that has one of ``types`` depending on the path taken, where :func:`merge_paths` finds no type."""
+    spelled = " or ".join(t.describe() for t in types)
+    reason = (f"has SPMD type {spelled} depending on the branch taken (or the loop iteration); "
+              f"make the branches agree, or declare it with one type")
+    return Violation(Code.BRANCH, None, reason)

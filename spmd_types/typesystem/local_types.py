@@ -20,22 +20,23 @@ of an ``R``/``I`` tensor, which has no gradient and so fits ``R``, ``I`` and
 of a partial sum).
 
 ``R``, ``I``, ``V`` and ``P`` double as annotation markers: ``R["dp"]`` and
-``R["dp", "cp"]`` build :class:`~spmd_types.typesystem.annotations.AxisTypes`
-metadata for ``typing.Annotated``; ``S["tp", 0]`` does the same for shards.
+``R["dp", "cp"]`` build :class:`AxisTypes` metadata for ``typing.Annotated``;
+``S["tp", 0]`` does the same for shards.  How metadata becomes a tensor's type
+is :mod:`spmd_types.typesystem.annotations`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Final, TypeAlias
-
-if TYPE_CHECKING:
-    from spmd_types.typesystem.annotations import AxisTypes
+from typing import Final, TypeAlias
 
 __all__ = [
+    "LOCAL_TYPES",
     "WEAK",
     "ZERO",
+    "AnnotationError",
     "AxisType",
+    "AxisTypes",
     "Constant",
     "I",
     "LocalType",
@@ -44,10 +45,12 @@ __all__ = [
     "S",
     "Shard",
     "V",
+    "axis_types_marker",
     "gradient_type",
     "is_varying",
     "local_type",
     "parse_axis_type",
+    "shard_marker",
 ]
 
 
@@ -77,8 +80,6 @@ class LocalType:
         return self.code
 
     def __getitem__(self, axes: str | tuple[str, ...]) -> AxisTypes:
-        from spmd_types.typesystem.annotations import axis_types_marker
-
         return axis_types_marker(self, axes)
 
 
@@ -92,8 +93,6 @@ class _ShardMeta(type):
     """Lets ``S["tp", 0]`` build shard annotation metadata on the class."""
 
     def __getitem__(cls, key: tuple[str, int]) -> AxisTypes:
-        from spmd_types.typesystem.annotations import shard_marker
-
         return shard_marker(key)
 
 
@@ -162,7 +161,8 @@ ZERO: Final = Constant("zero")
 AxisType: TypeAlias = LocalType | Shard | Constant
 """What a tensor is on one mesh axis."""
 
-_LOCAL_TYPES: Final = {t.code: t for t in (R, I, V, P)}
+LOCAL_TYPES: Final[dict[str, LocalType]] = {t.code: t for t in (R, I, V, P)}
+"""The four local types by their codes."""
 _SHARD_CODE: Final = re.compile(r"S\((-?\d+)\)")
 
 
@@ -187,7 +187,7 @@ def gradient_type(t: LocalType | Shard) -> LocalType | Shard:
 
 def parse_axis_type(code: str) -> AxisType:
     """Inverse of ``AxisType.code``: ``"R"``, ``"S(-1)"``, ``"weak"``, ``"zero"``."""
-    found = _LOCAL_TYPES.get(code)
+    found = LOCAL_TYPES.get(code)
     if found is not None:
         return found
     if code == WEAK.code:
@@ -198,3 +198,71 @@ def parse_axis_type(code: str) -> AxisType:
     if match is not None:
         return Shard(int(match.group(1)))
     raise ValueError(f"not an SPMD axis type: {code!r} (expected R, I, V, P, S(<dim>), weak or zero)")
+
+
+# -- annotation markers -------------------------------------------------------------
+
+
+class AnnotationError(TypeError):
+    """A malformed SPMD annotation (``R[0]``, ``S["tp"]``, conflicting axes, ...)."""
+
+
+class AxisTypes:
+    """Metadata saying that a tensor has type ``axis_type`` on each of ``axes``."""
+
+    __slots__ = ("axes", "axis_type")
+
+    axis_type: LocalType | Shard
+    axes: tuple[str, ...]
+
+    def __init__(self, axis_type: LocalType | Shard, axes: tuple[str, ...]) -> None:
+        object.__setattr__(self, "axis_type", axis_type)
+        object.__setattr__(self, "axes", axes)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError("AxisTypes is immutable")
+
+    def __repr__(self) -> str:
+        if isinstance(self.axis_type, Shard):
+            return f"S[{self.axes[0]!r}, {self.axis_type.dim}]"
+        return f"{self.axis_type.code}[{', '.join(map(repr, self.axes))}]"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, AxisTypes)
+            and other.axis_type == self.axis_type
+            and other.axes == self.axes
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.axis_type, self.axes))
+
+
+def axis_types_marker(axis_type: LocalType, axes: str | tuple[str, ...]) -> AxisTypes:
+    """What ``R[axes]`` evaluates to; validates that ``axes`` are axis names."""
+    names = axes if isinstance(axes, tuple) else (axes,)
+    if not names:
+        raise AnnotationError(f"{axis_type.code}[...] needs at least one mesh-axis name")
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise AnnotationError(
+                f"{axis_type.code}[...] takes mesh-axis names as strings, "
+                f"got {name!r} ({type(name).__name__})"
+            )
+    if len(set(names)) != len(names):
+        raise AnnotationError(f"{axis_type.code}[...] names an axis twice: {names!r}")
+    return AxisTypes(axis_type, names)
+
+
+def shard_marker(key: object) -> AxisTypes:
+    """What ``S[axis, dim]`` evaluates to; validates both parts."""
+    if not isinstance(key, tuple) or len(key) != 2:
+        raise AnnotationError(
+            f"S[...] takes a mesh-axis name and a tensor dim, as in S['tp', 0]; got S[{key!r}]"
+        )
+    axis, dim = key
+    if not isinstance(axis, str) or not axis:
+        raise AnnotationError(f"S[axis, dim]: the axis must be a string name, got {axis!r}")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise AnnotationError(f"S[axis, dim]: the dim must be an int, got {dim!r} in S[{axis!r}, {dim!r}]")
+    return AxisTypes(Shard(dim), (axis,))

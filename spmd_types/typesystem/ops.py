@@ -44,11 +44,13 @@ __all__ = [
     "NONLINEAR",
     "OPERATOR_SYMBOLS",
     "OPS",
+    "TENSOR_PROPERTIES",
     "OpRule",
     "Result",
     "canonical_param",
     "display_name",
     "lookup",
+    "method_name",
 ]
 
 
@@ -125,6 +127,17 @@ class OpRule:
 
 NONLINEAR: Final = OpRule()
 """The rule of every op not in the table."""
+
+_METHODS: Final = "torch.Tensor."
+
+
+def method_name(method: str) -> str:
+    """The public name of tensor method (or operator, or property) ``method``: ``torch.Tensor.add``."""
+    return _METHODS + method
+
+
+TENSOR_PROPERTIES: Final = ("T", "mT", "H", "mH", "real", "imag")
+"""The tensor attributes that are ops (``x.T``), each with a rule under its :func:`method_name`."""
 
 
 def canonical_param(name: str) -> str:
@@ -287,8 +300,7 @@ _METHOD_ONLY: Final[dict[str, OpRule]] = {
     ),
     # Dtype casts are linear; a tensor passed as a template only gives its dtype or shape.
     **dict.fromkeys(("to", "view_as", "reshape_as", "expand_as", "type_as"), _linear("input", ignored=("other",))),
-    # Properties.
-    **dict.fromkeys(("T", "mT", "H", "mH", "real", "imag"), _UNARY),
+    **dict.fromkeys(TENSOR_PROPERTIES, _UNARY),
     # Operators (the dunders of torch.Tensor).
     **dict.fromkeys(("__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__isub__"), _linear("input", "other")),
     **dict.fromkeys(("__mul__", "__rmul__", "__imul__", "__matmul__", "__rmatmul__"), _product("input", "other")),
@@ -352,17 +364,17 @@ def _build() -> dict[str, OpRule]:
     table: dict[str, OpRule] = {}
     for name, rule in _FUNCTION_AND_METHOD.items():
         table[f"torch.{name}"] = rule
-        table[f"torch.Tensor.{name}"] = rule
+        table[method_name(name)] = rule
     for name, rule in _FUNCTION_ONLY.items():
         table[f"torch.{name}"] = rule
     for name, rule in _METHOD_ONLY.items():
-        table[f"torch.Tensor.{name}"] = rule
+        table[method_name(name)] = rule
     for name, rule in _FUNCTIONAL.items():
         table[f"torch.nn.functional.{name}"] = rule
     table.update(_CLASSES)
     # In-place method variants (``add_``) follow their out-of-place rule.
     for name in _INPLACE_VARIANTS:
-        table[f"torch.Tensor.{name}_"] = table[f"torch.Tensor.{name}"]
+        table[method_name(f"{name}_")] = table[method_name(name)]
     return table
 
 
@@ -448,7 +460,7 @@ def _is_inplace(name: str) -> bool:
     short = name.rpartition(".")[2]
     if short.startswith("__"):
         return short in _INPLACE_OPERATORS
-    return name.startswith("torch.Tensor.") and short.endswith("_")
+    return name.startswith(_METHODS) and short.endswith("_")
 
 
 def display_name(name: str) -> str:
@@ -457,6 +469,6 @@ def display_name(name: str) -> str:
     symbol = OPERATOR_SYMBOLS.get(short)
     if symbol is not None:
         return symbol
-    if name.startswith("torch.Tensor."):
+    if name.startswith(_METHODS):
         return f".{short}"
     return name

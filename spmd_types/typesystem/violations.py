@@ -4,16 +4,23 @@ A :class:`Violation` says which rule broke (its :class:`Code`), on which mesh
 axis, with which types, why, and which casts or collectives would fix it and
 what each fix costs in the forward and backward pass.  Renderers decide how to
 name operands and where to print; the words about the rule live here.
+
+A violation becomes one line of text (what mypy prints, and all it hands
+back): a :class:`Message`, whose suffix lists the fixes in a fixed form,
+``; fix: <call> (<cost>), or <call> (<cost>)``.  :meth:`Message.parse` reads
+that form back, so that a report (``spmd-check``) can show each fix on a line
+of its own from nothing but mypy's output.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Final
 
 from spmd_types.typesystem.codes import Code
 
-__all__ = ["RETURN_VALUE", "Code", "Fix", "Violation", "argument_site"]
+__all__ = ["RETURN_VALUE", "Code", "Fix", "Message", "Violation", "argument_site"]
 
 RETURN_VALUE: Final = "return value"
 """How messages name the value a function returns, where it does not fit the declared return type."""
@@ -22,7 +29,6 @@ RETURN_VALUE: Final = "return value"
 def argument_site(name: str | None, callee: str) -> str:
     """How messages name an argument passed to ``callee`` as parameter ``name`` (``None``: unnamed)."""
     return f'argument "{name}" of "{callee}"' if name else f'an argument of "{callee}"'
-
 
 
 @dataclass(frozen=True)
@@ -43,9 +49,47 @@ class Fix:
     operands: tuple[int, ...] = ()
 
     def render(self, *names: str) -> str:
-        """The call on each of ``names``, followed by its cost."""
+        """The call on each of ``names``, followed by its cost in parentheses (which holds no others)."""
         calls = " and ".join(self.call.format(x=name) for name in names)
         return f"{calls} ({self.cost}{' each' if len(names) > 1 else ''})"
+
+
+_FIXES: Final = "; fix: "
+_OR: Final = ", or "
+# One rendered fix: calls (never the marker of the fixes), then their cost in parentheses, which
+# ends with what the backward does.
+_FIX: Final = rf"(?:(?!{re.escape(_FIXES)})[^\n])+? \([^()]* in backward(?: each)?\)"
+_WITH_FIXES: Final = re.compile(rf"(?P<text>.*?){re.escape(_FIXES)}(?P<fixes>{_FIX}(?:{re.escape(_OR)}{_FIX})*)",
+                                re.DOTALL)
+_ONE_FIX: Final = re.compile(rf"({_FIX})(?:{re.escape(_OR)}|$)")
+
+
+@dataclass(frozen=True)
+class Message:
+    """A violation in words: what is wrong (``text``), and the alternative fixes, each spelled as a call.
+
+    ``str(message)`` is the one line printed; :meth:`parse` reads it back.
+    """
+
+    text: str
+    fixes: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return self.text + (_FIXES + _OR.join(self.fixes) if self.fixes else "")
+
+    @staticmethod
+    def parse(line: str) -> Message:
+        """The message that ``str`` printed as ``line``; a line without fixes is all ``text``.
+
+        The fixes are read by their form (calls, then a cost in parentheses),
+        after the last marker they follow, not by splitting the words before
+        them.  A fix never holds the marker: its calls spell mesh axes, which
+        hold no ``:``, and expressions of the source.
+        """
+        found = _WITH_FIXES.fullmatch(line)
+        if found is None:
+            return Message(line)
+        return Message(found["text"], tuple(fix for fix in _ONE_FIX.findall(found["fixes"])))
 
 
 @dataclass(frozen=True)
@@ -67,18 +111,19 @@ class Violation:
     fixes: tuple[Fix, ...] = field(default=())
 
     def render(self, where: str, operand_names: tuple[str, ...] = (), value: str = "x") -> str:
-        """A one-line message: ``where``, the axis, the reason, the fixes.
+        """A one-line message: ``where``, the axis, the reason, the fixes (``str`` of :meth:`message`)."""
+        return str(self.message(where, operand_names, value))
+
+    def message(self, where: str, operand_names: tuple[str, ...] = (), value: str = "x") -> Message:
+        """The violation in words, as it occurs at ``where``.
 
         ``where`` names the op or boundary (``"+"``, ``argument "x" of "f"``);
         ``operand_names`` are how to spell the operands in fixes; ``value`` is
         the spelling for fixes that apply to the value itself.
         """
         head = f"{where} on axis {self.axis!r}: " if self.axis is not None else f"{where}: "
-        text = head + self.reason
-        if self.fixes:
-            rendered = []
-            for fix in self.fixes:
-                names = [operand_names[k] if k < len(operand_names) else value for k in fix.operands]
-                rendered.append(fix.render(*(names or [value])))
-            text += "; fix: " + ", or ".join(rendered)
-        return text
+        fixes = []
+        for fix in self.fixes:
+            names = [operand_names[k] if k < len(operand_names) else value for k in fix.operands]
+            fixes.append(fix.render(*(names or [value])))
+        return Message(head + self.reason, tuple(fixes))

@@ -9,10 +9,10 @@ from torch.distributed import ProcessGroup
 from torch.distributed.device_mesh import DeviceMesh
 
 from spmd_types import _typed as _typed
-from spmd_types.typesystem.annotations import AnnotationError as AnnotationError
 from spmd_types.typesystem.annotations import Axis as Axis
-from spmd_types.typesystem.annotations import AxisTypes as AxisTypes
 from spmd_types.typesystem.annotations import Spmd as Spmd
+from spmd_types.typesystem.local_types import AnnotationError as AnnotationError
+from spmd_types.typesystem.local_types import AxisTypes as AxisTypes
 from spmd_types.typesystem.local_types import LocalType as LocalType
 from spmd_types.typesystem.local_types import Shard as Shard
 from spmd_types.typesystem.partition_spec import PartitionSpec as PartitionSpec

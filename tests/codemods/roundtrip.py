@@ -18,8 +18,7 @@ import torch
 
 from spmd_types import I, assert_type, convert
 from spmd_types._declarations import Declarations, annotations_of, declared_trees
-from spmd_types.typesystem import Shard, SpmdType
-from spmd_types.typesystem.annotations import markers_from_text
+from spmd_types.typesystem import Shard, SpmdType, markers_from_text
 
 
 def load(path: Path, name: str) -> ModuleType:

@@ -18,8 +18,7 @@ pytest.importorskip("libcst", reason="libcst is the codemods extra; make setup i
 from spmd_types.codemods.library_calls import Plan, lookup, plan
 from spmd_types.codemods.names import resolve
 from spmd_types.codemods.rewrite import Migration, migrate_source
-from spmd_types.typesystem import EQUIVALENTS
-from spmd_types.typesystem.collectives import type_arg
+from spmd_types.typesystem import EQUIVALENTS, type_arg
 
 
 def migrate(code: str, path: str = "project/model.py") -> Migration:

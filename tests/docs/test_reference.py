@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from spmd_types.typesystem.collectives import CALLS
+from spmd_types.typesystem import CALLS
 from tools.docs.reference import ANCHORS, OUT
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import torch
 
-from spmd_types.typesystem.collectives import backward, route
+from spmd_types.typesystem import backward_route, route
 
 # What each effect of the rule core's transitions is, as a torch.distributed call.
 _CALL_OF_EFFECT = {
@@ -24,7 +24,7 @@ def expected_calls(call: str, src: Any, dst: Any, op: str = "sum") -> tuple[list
     forward = [_CALL_OF_EFFECT[t.effect] for t in steps if t.effect in _CALL_OF_EFFECT]
     if op in ("max", "min"):
         return forward, []
-    back = [_CALL_OF_EFFECT[t.effect] for t in (backward(s) for s in reversed(steps)) if t.effect in _CALL_OF_EFFECT]
+    back = [_CALL_OF_EFFECT[t.effect] for t in backward_route(steps) if t.effect in _CALL_OF_EFFECT]
     return forward, back
 
 

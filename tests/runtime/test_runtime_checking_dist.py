@@ -20,8 +20,7 @@ import torch.distributed._functional_collectives as funcol  # noqa: E402
 
 import spmd_types as spmd  # noqa: E402
 from spmd_types import I, P, S, V  # noqa: E402
-from spmd_types.typesystem import parse  # noqa: E402
-from spmd_types.typesystem.ecosystem import FUNCTIONAL_OPS, FunctionalOp  # noqa: E402
+from spmd_types.typesystem import FUNCTIONAL_OPS, FunctionalOp, parse  # noqa: E402
 
 
 def test_an_in_place_all_reduce_of_a_typed_tensor_is_reported_before_it_runs(ranks8) -> None:

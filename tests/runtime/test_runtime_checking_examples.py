@@ -20,7 +20,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import spmd_types as spmd  # noqa: E402
-from spmd_types.typesystem.ops import OPERATOR_SYMBOLS  # noqa: E402
+from spmd_types.typesystem import OPERATOR_SYMBOLS  # noqa: E402
 from tests.examples.example_catalog import buggy_twins, correct_examples, source  # noqa: E402
 from tests.plugin.harness import CaseFile  # noqa: E402
 

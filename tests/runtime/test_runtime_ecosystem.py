@@ -19,8 +19,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import spmd_types as spmd  # noqa: E402
-from spmd_types.typesystem import EQUIVALENTS, Equivalent  # noqa: E402
-from spmd_types.typesystem.ecosystem import REEXPORTS  # noqa: E402
+from spmd_types.typesystem import (  # noqa: E402
+    EQUIVALENTS,
+    REEXPORTS,
+    Equivalent,
+)
 
 AXIS = "tp"
 

@@ -5,6 +5,7 @@ Import *time* is measured by benchmarks/import_time.py, not asserted here.
 
 import ast
 import importlib
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -50,6 +51,21 @@ def test_the_core_declares_for_type_checkers_what_it_loads():
         for alias in node.names
     }
     assert declared == core._DEFINED_IN
+
+
+def test_the_core_exports_every_public_name_of_its_submodules():
+    """Every name in a submodule's ``__all__`` is the package's, so no user needs to import past the package.
+
+    ``tables`` renders the documentation; it is a user of the core, not a part of its interface.
+    """
+    import spmd_types.typesystem as core
+
+    for info in pkgutil.iter_modules(core.__path__):
+        if info.name == "tables":
+            continue
+        module = importlib.import_module(f"spmd_types.typesystem.{info.name}")
+        for name in module.__all__:
+            assert getattr(core, name) is getattr(module, name), f"{info.name}.{name}"
 
 
 def test_the_error_codes_load_alone():

@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from spmd_types.typesystem.collectives import CALLS, Endpoint, Transition, backward, cost, route
-from spmd_types.typesystem.local_types import I, P, R, S, Shard, V
+from spmd_types.typesystem import CALLS, Endpoint, I, P, R, S, Shard, Transition, V, backward, cost, route
 
 __all__ = ["ENDPOINTS", "Row", "effects", "label", "markdown_table", "rows", "spell", "text_table", "typed_signature"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from spmd_types.typesystem.collectives import CALLS
+from spmd_types.typesystem import CALLS
 from tools.docs import ROOT
 from tools.docs.calls import text_table, typed_signature
 

@@ -23,13 +23,14 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from spmd_types.typesystem.collectives import CALLS, route
-from spmd_types.typesystem.ecosystem import (
+from spmd_types.typesystem import (
+    CALLS,
     EQUIVALENTS,
     FUNCTIONAL_OPS,
     GROUP_GETTERS,
     PASS_THROUGH_OPS,
     VERIFIED_AGAINST,
+    route,
 )
 from tools.docs import ROOT
 from tools.docs.calls import effects, label, markdown_table

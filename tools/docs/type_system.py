@@ -12,12 +12,30 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from spmd_types.typesystem.collectives import CALLS, Endpoint, backward, primitive_transitions, route
-from spmd_types.typesystem.join import Operand, apply_op
-from spmd_types.typesystem.local_types import WEAK, ZERO, AxisType, Constant, I, P, R, V, gradient_type
-from spmd_types.typesystem.ops import OPS, OpRule, Result
-from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
-from spmd_types.typesystem.violations import Code
+from spmd_types.typesystem import (
+    CALLS,
+    OPS,
+    UNKNOWN,
+    WEAK,
+    ZERO,
+    AxisType,
+    Code,
+    Constant,
+    Endpoint,
+    I,
+    Operand,
+    OpRule,
+    P,
+    R,
+    Result,
+    SpmdType,
+    V,
+    apply_op,
+    backward,
+    gradient_type,
+    primitive_transitions,
+    route,
+)
 from tools.docs import ROOT
 from tools.docs.calls import ENDPOINTS, label, rows, spell
 

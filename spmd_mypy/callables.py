@@ -1,0 +1,144 @@
+"""Which user callables are SPMD boundaries: functions, methods and attributes, by full name.
+
+mypy asks for a hook at every call site and attribute access; whether the
+callee declares SPMD types (and so is checked as a boundary, see
+:mod:`spmd_mypy.boundaries`), or returns plain tensors (see
+:mod:`spmd_mypy.gradual`), is answered once per name and remembered in the
+session, until the objects the answer was read from are replaced or a module
+is (re)parsed (:meth:`~spmd_mypy.session.Session.forget_callables`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+from mypy.nodes import Decorator, FuncDef, TypeInfo, Var
+from mypy.types import CallableType, TypeVarType
+
+from spmd_mypy import gradual
+from spmd_mypy.boundaries import has_spmd, signature_of
+from spmd_mypy.encoding import is_tensor
+from spmd_mypy.fullnames import AUTOGRAD_FUNCTION, MODULE
+from spmd_mypy.session import Session
+
+__all__ = ["Answer", "declared_attribute", "declared_function", "declared_method"]
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Whether a callable has an SPMD signature, and what that answer was read from.
+
+    The mypy daemon re-analyzes a function whose annotations depend on a changed
+    module (an alias, a base class) without re-parsing the function's own
+    module: the node stays, its signature and its class's MRO are replaced.  An
+    answer is current while the objects it was read from are still in place, so
+    that it never outlives them, whatever order mypy checks modules in.
+    """
+
+    class_mro: list[TypeInfo] | None  # the MRO of the class the method was resolved in
+    info: TypeInfo | None
+    node: object  # the function, method or variable the signature was read from
+    read: CallableType | None  # its signature when read
+    signature: CallableType | None  # ``read`` when it has SPMD types
+    plain_result: bool = False  # a call gives plain tensors (see spmd_mypy.gradual)
+
+    @staticmethod
+    def of(info: TypeInfo | None, node: object, *, generic_in_tensors: bool = False) -> Answer:
+        """The answer for ``node``; ``generic_in_tensors`` also admits a signature generic in its tensors."""
+        read = signature_of(node)
+        if info is not None and not isinstance(node, (FuncDef, Decorator)):
+            read = None  # a method that is not a plain function (overloaded, a property...)
+        typed = read is not None and (_has_spmd_signature(read) or (generic_in_tensors and _generic_in_tensors(read)))
+        spmd = read if typed else None
+        if isinstance(node, TypeInfo):
+            plain = gradual.returns_plain_tensor(node)  # a constructor: nn.Parameter(...)
+        elif isinstance(node, Var):
+            plain = node.type is not None and gradual.returns_plain_tensor(node.type)  # an attribute
+        else:
+            plain = spmd is None and read is not None and gradual.returns_plain_tensor(read.ret_type)
+        return Answer(info.mro if info is not None else None, info, node, read, spmd, plain)
+
+    def is_current(self) -> bool:
+        if self.info is not None and self.info.mro is not self.class_mro:
+            return False
+        return self.node is None or signature_of(self.node) is self.read
+
+
+_UNKNOWN: Final = Answer(None, None, None, None, None)
+
+
+def declared_function(session: Session, fullname: str) -> Answer:
+    """What function ``fullname`` declares."""
+    return _remembered(session, ("", fullname), lambda: _lookup_function(session, fullname))
+
+
+def declared_method(session: Session, owner: str, method: str) -> Answer:
+    """What method ``owner.method`` declares.
+
+    For an ``nn.Module``'s ``__call__`` and an autograd Function's ``apply``
+    that is the signature of ``forward``.
+    """
+    return _remembered(session, (owner, method), lambda: _lookup_method(session, owner, method))
+
+
+def declared_attribute(session: Session, owner: str, attribute: str) -> Answer:
+    """What the attribute ``owner.attribute`` holds (remembered under ``.attribute``, apart from methods)."""
+    return _remembered(session, (owner, f".{attribute}"), lambda: _lookup_attribute(session, owner, attribute))
+
+
+def _remembered(session: Session, key: tuple[str, str], lookup: Callable[[], Answer]) -> Answer:
+    known = session.callables.get(key)
+    if known is not None and known.is_current():
+        return known
+    try:
+        found = lookup()
+    except Exception:
+        found = _UNKNOWN  # a lookup that fails means: not a callable with an SPMD signature
+    if session.modules is not None:  # before mypy hands over the modules, nothing is known yet
+        session.callables[key] = found
+    return found
+
+
+def _lookup_function(session: Session, fullname: str) -> Answer:
+    if session.modules is None or "." not in fullname:
+        return _UNKNOWN
+    symbol = session.lookup(fullname)
+    return Answer.of(None, symbol.node if symbol is not None else None)
+
+
+def _lookup_method(session: Session, owner: str, method: str) -> Answer:
+    info = _class(session, owner) if owner else None
+    if info is None:
+        return _UNKNOWN
+    if (method == "__call__" and info.has_base(MODULE)) or (method == "apply" and info.has_base(AUTOGRAD_FUNCTION)):
+        # A forward generic in its tensors (``def forward(self, x: T) -> T``) is typed too: mypy
+        # binds T at each call, so a norm or dropout module keeps its input's SPMD type.
+        return Answer.of(info, info.get_method("forward"), generic_in_tensors=True)
+    return Answer.of(info, info.get_method(method))
+
+
+def _lookup_attribute(session: Session, owner: str, attribute: str) -> Answer:
+    info = _class(session, owner)
+    if info is None:
+        return _UNKNOWN
+    found = info.get(attribute)
+    return Answer.of(info, found.node if found is not None else None)
+
+
+def _class(session: Session, fullname: str) -> TypeInfo | None:
+    if session.modules is None:
+        return None
+    symbol = session.lookup(fullname)
+    info = symbol.node if symbol is not None else None
+    return info if isinstance(info, TypeInfo) else None
+
+
+def _has_spmd_signature(signature: CallableType) -> bool:
+    return any(has_spmd(t) for t in (*signature.arg_types, signature.ret_type))
+
+
+def _generic_in_tensors(signature: CallableType) -> bool:
+    """Whether ``signature`` has a type variable bound to ``torch.Tensor`` among its parameters."""
+    return any(isinstance(v, TypeVarType) and is_tensor(v.upper_bound) for v in signature.variables)

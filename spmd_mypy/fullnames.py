@@ -1,0 +1,177 @@
+"""Every full name the plugin recognizes, as mypy spells it.
+
+mypy names classes and functions by where they are defined (``torch._tensor.Tensor``,
+``torch._C._VariableFunctions.matmul``), and hands the plugin those names when it
+asks for a hook.  They are collected here, by library, so that a change in torch's
+or mypy's layout is fixed in one place.  The rule core names ops by their public
+names (``torch.matmul``, ``torch.Tensor.add``); :func:`public_function_name`
+translates.  This module imports nothing.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Final
+
+__all__ = [
+    "ANNOTATED",
+    "ASSERT_TYPE",
+    "AUTOGRAD_FUNCTION",
+    "AXIS_GROUP",
+    "AXIS_INDEX",
+    "AXIS_MARKERS",
+    "BUILTIN_SUM",
+    "DEVICE_MESH",
+    "FALSE",
+    "LIST",
+    "LOCAL_TYPE_MARKERS",
+    "MODULE",
+    "NONE",
+    "NO_GRAD",
+    "NUMBERS",
+    "PARAMETER",
+    "PROCESS_GROUP",
+    "SEQUENCES",
+    "SHARD_MARKERS",
+    "SPMD_ALIAS",
+    "SPMD_PACKAGE",
+    "SPMD_PARAMETER",
+    "SPMD_TENSOR",
+    "SPMD_TENSORS",
+    "SPMD_TYPED",
+    "STR",
+    "TENSOR",
+    "TENSOR_BASE",
+    "TENSOR_PROPERTY_OWNERS",
+    "TENSOR_RECEIVERS",
+    "TORCH_DISTRIBUTED",
+    "TRUE",
+    "TYPING_SEQUENCE",
+    "method_of",
+    "public_function_name",
+    "public_module_name",
+    "spmd_function",
+]
+
+# -- spmd_types ---------------------------------------------------------------------
+
+SPMD_PACKAGE: Final = "spmd_types"
+"""The package whose import makes a module one that uses SPMD types."""
+
+SPMD_TENSOR: Final = "spmd_types._typed.SpmdTensor"
+SPMD_PARAMETER: Final = "spmd_types._typed.SpmdParameter"
+AXIS_GROUP: Final = "spmd_types._typed.AxisGroup"
+"""The stub-only classes that carry SPMD types (``stubs/spmd_types/_typed.pyi``; see :mod:`spmd_mypy.encoding`)."""
+
+SPMD_TENSORS: Final = frozenset({SPMD_TENSOR, SPMD_PARAMETER})
+"""The classes of SPMD-typed tensors."""
+
+SPMD_TYPED: Final = SPMD_TENSORS | {AXIS_GROUP}
+"""Every class that carries an SPMD type: the tensors and the process groups of an axis."""
+
+ASSERT_TYPE: Final = "spmd_types.assert_type"
+AXIS_INDEX: Final = "spmd_types.axis_index"
+
+
+def spmd_function(name: str) -> str:
+    """The full name of ``spmd_types`` function ``name`` (a collective or cast: ``spmd_types.all_reduce``)."""
+    return f"{SPMD_PACKAGE}.{name}"
+
+
+# The markers R, I, V, P and S are imported from the package, from the rule core's
+# interface, or from where the core defines them.
+_MARKER_MODULES: Final = ("spmd_types", "spmd_types.typesystem", "spmd_types.typesystem.local_types")
+
+LOCAL_TYPE_MARKERS: Final[dict[str, str]] = {
+    f"{module}.{name}": name for module in _MARKER_MODULES for name in ("R", "I", "V", "P")
+}
+"""The markers of the four local types, by full name, each with the code of its type (its own name)."""
+
+SHARD_MARKERS: Final = frozenset(f"{module}.{name}" for module in _MARKER_MODULES for name in ("S", "Shard"))
+AXIS_MARKERS: Final = frozenset({"spmd_types.Axis", "spmd_types.typesystem.Axis",
+                                 "spmd_types.typesystem.annotations.Axis"})
+SPMD_ALIAS: Final = "spmd_types.typesystem.annotations.Spmd"
+"""``Spmd[Tensor, "dp:R"]``, the spelling of an annotation that survives type aliases."""
+
+ANNOTATED: Final = ("typing.Annotated", "typing_extensions.Annotated")
+
+# -- torch ----------------------------------------------------------------------------
+
+TENSOR: Final = "torch._tensor.Tensor"
+TENSOR_BASE: Final = "torch._C.TensorBase"
+PARAMETER: Final = "torch.nn.parameter.Parameter"
+PROCESS_GROUP: Final = "torch._C._distributed_c10d.ProcessGroup"
+DEVICE_MESH: Final = "torch.distributed.device_mesh.DeviceMesh"
+MODULE: Final = "torch.nn.modules.module.Module"
+AUTOGRAD_FUNCTION: Final = "torch.autograd.function.Function"
+
+NO_GRAD: Final = frozenset({"torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
+"""Context managers and decorators under which torch records no autograd graph."""
+
+TENSOR_RECEIVERS: Final = frozenset({TENSOR, TENSOR_BASE, PARAMETER, SPMD_TENSOR, SPMD_PARAMETER})
+"""Classes whose methods are tensor methods (mypy keys a method hook by the receiver's class)."""
+
+TENSOR_PROPERTY_OWNERS: Final = frozenset({TENSOR_BASE, TENSOR})
+"""The classes that define the tensor properties (mypy keys an attribute hook by the defining class)."""
+
+TORCH_DISTRIBUTED: Final = "torch.distributed."
+"""The prefix of torch.distributed's functions."""
+
+_TORCH_MODULES: Final = "torch.nn.modules."
+
+# Where mypy finds torch's functions, and the public namespace each belongs to.
+_FUNCTION_NAMESPACES: Final = (
+    ("torch._C._VariableFunctions.", "torch."),
+    ("torch.functional.", "torch."),
+    ("torch._C._nn.", "torch.nn.functional."),
+    ("torch.nn.functional.", "torch.nn.functional."),
+    ("torch.nn.parameter.", "torch.nn."),
+)
+
+
+@functools.lru_cache(maxsize=4096)  # mypy asks at every call site, for few distinct names
+def public_function_name(fullname: str) -> str | None:
+    """``torch.matmul`` for ``torch._C._VariableFunctions.matmul``; ``None`` if not a torch function."""
+    for prefix, public in _FUNCTION_NAMESPACES:
+        if fullname.startswith(prefix):
+            return public + fullname[len(prefix):]
+    return None
+
+
+def public_module_name(owner: str) -> str | None:
+    """``torch.nn.GELU`` for ``torch.nn.modules.activation.GELU``; ``None`` if not a torch module class."""
+    if not owner.startswith(_TORCH_MODULES):
+        return None
+    return f"torch.nn.{owner.rpartition('.')[2]}"
+
+
+_RECEIVERS_BY_NAME: Final = {name.rpartition(".")[2]: name for name in TENSOR_RECEIVERS}
+
+
+def method_of(fullname: str) -> tuple[str, str]:
+    """The class and the method a method hook's ``fullname`` names: ``("torch._tensor.Tensor", "add")``.
+
+    mypy names a reflected operator that it tries first (``r + h`` with ``h`` a
+    tensor subclass, or a union of them) by its message name, ``__radd__ of
+    TensorBase``; the class is then found among :data:`TENSOR_RECEIVERS`, and is
+    empty for any other class.
+    """
+    owner, _, method = fullname.rpartition(".")
+    if not owner and " of " in fullname:
+        method, _, cls = fullname.partition(" of ")
+        owner = _RECEIVERS_BY_NAME.get(cls, "")
+    return owner, method
+
+
+# -- builtins and typing ---------------------------------------------------------------
+
+STR: Final = "builtins.str"
+LIST: Final = "builtins.list"
+BUILTIN_SUM: Final = "builtins.sum"
+TRUE: Final = "builtins.True"
+FALSE: Final = "builtins.False"
+NONE: Final = "builtins.None"
+NUMBERS: Final = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.complex"})
+TYPING_SEQUENCE: Final = "typing.Sequence"
+SEQUENCES: Final = frozenset({LIST, "builtins.tuple", TYPING_SEQUENCE, "collections.abc.Sequence"})
+"""Containers whose elements an op reads one by one (``torch.cat([a, b])``)."""

@@ -1,0 +1,87 @@
+"""What a handler decides about one call or attribute, for the dispatcher to apply.
+
+Every handler (:mod:`spmd_mypy.ops`, :mod:`spmd_mypy.collectives`, ...) reads
+its operands, asks the rule core, and returns a :class:`Verdict`.  What every
+handler would otherwise end with is then done once, by
+:func:`spmd_mypy.hooks.finish`: report the violations, in the order they were
+found; give mypy the result type; and, for a call, compare that type with the
+declaration the value flows into (:func:`spmd_mypy.boundaries.fit_declared`).
+A handler that finds nothing to say returns ``Verdict()``: mypy's own result
+type, untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mypy.nodes import Context
+from mypy.types import Type
+
+from spmd_types.typesystem import Endpoint, SpmdType, Violation
+
+__all__ = ["Producer", "Report", "Verdict"]
+
+
+@dataclass(frozen=True)
+class Report:
+    """Violations to report at ``at``, worded for the place they occur.
+
+    ``where`` names the op or boundary (``+``, ``argument "x" of "f"``);
+    ``operands`` spell the operands, for fixes that apply to one of them;
+    ``value`` spells the value a fix applies to otherwise.  ``speculative``
+    marks an expression that mypy only tries (an operator's dunder and its
+    reflection, the overloads of a function): see
+    :func:`spmd_mypy.compat.past_speculation`.
+    """
+
+    violations: tuple[Violation, ...]
+    at: Context
+    where: str
+    operands: tuple[str, ...] = ()
+    value: str = "x"
+    speculative: bool = False
+
+
+@dataclass(frozen=True)
+class Producer:
+    """The collective or cast call whose result is being fitted: ``call(x, axis, src=src, ...)``."""
+
+    call: str
+    axis: str
+    src: Endpoint
+    x: str  # how the input is spelled in the source
+
+
+@dataclass
+class Verdict:
+    """The outcome of checking one call or attribute.
+
+    ``returns`` replaces mypy's result type (``None``: mypy's own), and
+    ``result``, when known, is the SPMD type every tensor in it gets.  With
+    ``fit`` the typed result is compared with the declaration it flows into,
+    where ``speculative`` says whether mypy is only trying the expression and
+    ``producer`` names the collective that computed it (its fix is then that
+    call with another ``dst``).
+    """
+
+    reports: list[Report] = field(default_factory=list)
+    returns: Type | None = None
+    result: SpmdType | None = None
+    fit: bool = False
+    speculative: bool = False
+    producer: Producer | None = None
+
+    def report(
+        self,
+        violations: Sequence[Violation],
+        at: Context,
+        where: str,
+        operands: Sequence[str] = (),
+        value: str = "x",
+        *,
+        speculative: bool = False,
+    ) -> None:
+        """Add ``violations`` (if any) to what is reported; see :class:`Report`."""
+        if violations:
+            self.reports.append(Report(tuple(violations), at, where, tuple(operands), value, speculative))
