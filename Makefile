@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-oldest-mypy docs
+.PHONY: setup demo test test-oldest-mypy docs generated-docs
 
 setup: $(STAMP)
 
@@ -33,6 +33,13 @@ demo: $(STAMP)
 # The documentation site, built strictly (a broken link fails), into site/.
 docs: $(STAMP)
 	$(BIN)/python -m mkdocs build --strict
+
+# Rewrite every generated part of the docs: the rule tables in docs/type-system.md, the typed signatures
+# and tables of accepted types in the collectives' docstrings, the API reference in docs/reference/, and
+# mypy's output under the docs' checked samples (tools/docs/__init__.py lists them). A test fails while
+# any is out of date; `$(BIN)/python -m tools.docs --check` names them without writing.
+generated-docs: $(STAMP)
+	$(BIN)/python -m tools.docs
 
 # The whole suite, then the plugin's tests again under the oldest supported mypy.
 test: $(STAMP)

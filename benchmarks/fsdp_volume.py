@@ -44,8 +44,9 @@ orders).  The ``bfloat16`` path computes with the weights rounded to
 layers; it is compared, to the same tolerance, with the first path run on
 those rounded weights, which it must equal since its gradients are reduced in
 ``float32``.  Bar: the gradient bytes of
-``gather to R`` are at most 0.55x those of the all-reduce path (the design
-notes predict 0.5x); the forward bytes of the ``bfloat16`` gather are 0.5x
+``gather to R`` are at most 0.55x those of the all-reduce path (a
+reduce-scatter sends half the bytes of an all-reduce, so 0.5x is the ideal);
+the forward bytes of the ``bfloat16`` gather are 0.5x
 those of the ``float32`` one.
 """
 

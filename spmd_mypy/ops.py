@@ -205,7 +205,8 @@ def check_property(session: Session, ctx: AttributeContext, attribute: str) -> V
     spmd = Encoder.read(ctx.type)
     if not isinstance(spmd, SpmdType):
         return Verdict()
-    return Verdict(result=apply_op(lookup(method_name(attribute)), [Operand("input", spmd)]).result)
+    name = method_name(attribute)
+    return Verdict(result=apply_op(lookup(name), [Operand("input", spmd)], op=name).result)
 
 
 def _involves_spmd(session: Session, ctx: FunctionContext | MethodContext) -> bool:
@@ -258,7 +259,11 @@ def _apply(
     for expr, found in arguments.divergent:
         report_divergent(verdict, expr, found, speculative=speculative)
     autograd = not files.without_autograd(session, ctx.api, ctx.context)
-    outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
+    if arguments.sharded:  # the shards' dims follow the op's literal arguments
+        outcome = apply_op(rule, arguments.operands, arguments.passed, autograd=autograd, op=name,
+                           args=arguments.literals)
+    else:
+        outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
     verdict.report(outcome.violations, ctx.context, display_name(name), arguments.spelled, speculative=speculative)
     if not returns_tensor:
         return verdict

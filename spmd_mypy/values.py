@@ -6,7 +6,9 @@ their SPMD type; Python numbers passed where the op rule expects a tensor
 become constants (``weak``, or ``zero`` for a literal 0); a list or tuple of
 tensors (``cat([a, b])``) gives one operand per element.  A number computed
 from ``axis_index(axis)`` (this rank's index) varies on that axis.  Everything
-else is recorded only as *passed* (``rounding_mode=...`` can make an op non-linear).
+else is recorded as *passed* (``rounding_mode=...`` can make an op non-linear),
+with its value where it is a literal (``transpose(0, 1)``, ``x[:, None]``),
+which says where the dim of a shard ``S(i)`` goes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 
 from mypy.nodes import (
     CallExpr,
+    EllipsisExpr,
     Expression,
     FloatExpr,
     IntExpr,
@@ -23,6 +26,7 @@ from mypy.nodes import (
     NameExpr,
     OpExpr,
     RefExpr,
+    SliceExpr,
     StrExpr,
     TupleExpr,
     UnaryExpr,
@@ -43,7 +47,7 @@ from spmd_mypy.compat import expression_type, final_str_value
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import AXIS_INDEX, NUMBERS, SEQUENCES
 from spmd_mypy.report import spell
-from spmd_types.typesystem import UNKNOWN, WEAK, ZERO, Operand, OpRule, SpmdType, V, canonical_param
+from spmd_types.typesystem import NOT_KNOWN, UNKNOWN, WEAK, ZERO, Operand, OpRule, Shard, SpmdType, V, canonical_param
 
 __all__ = ["Arguments", "contains_tensor", "read_arguments", "with_result"]
 
@@ -57,11 +61,17 @@ class Arguments:
     passed: set[str] = field(default_factory=set)
     divergent: list[tuple[Expression, Divergent]] = field(default_factory=list)
     expressions: dict[str, Expression] = field(default_factory=dict)
+    literals: dict[str, object] = field(default_factory=dict)
     typed: bool = False  # whether some operand has an SPMD type
 
-    def add(self, param: str, spmd: SpmdType, spelled: str) -> None:
-        self.operands.append(Operand(param, spmd))
+    def add(self, param: str, spmd: SpmdType, spelled: str, ndim: int | None = None) -> None:
+        self.operands.append(Operand(param, spmd, ndim))
         self.spelled.append(spelled)
+
+    @property
+    def sharded(self) -> bool:
+        """Whether some operand is a shard ``S(i)`` on some axis (its dim then follows the op)."""
+        return any(isinstance(kind, Shard) for operand in self.operands for _, kind in operand.type.items())
 
 
 def read_arguments(
@@ -82,6 +92,12 @@ def read_arguments(
         param = canonical_param(name or "")
         for typ, expr in zip(types, exprs):
             out.expressions.setdefault(param, expr)
+            # A parameter given several values is variadic: ``permute(2, 0, 1)``.
+            value = literal_value(expr)
+            out.literals[param] = (*_as_tuple(out.literals[param]), value) if param in out.literals else value
+            if isinstance(expr, StrExpr) and rule.sequence_product:
+                out.literals["equation"] = expr.value  # einsum(equation, *operands) passes it among the operands
+                continue
             if param != "out":  # the tensor written to, not an operand
                 _read_value(api, out, param, typ, expr, mentioned)
     return out
@@ -117,11 +133,35 @@ def _read_value(
         ranks = _rank_index_axes(expr)
         if ranks:
             out.typed = True
-            out.add(param, SpmdType(dict.fromkeys(ranks, V), default=WEAK), spelled)
+            out.add(param, SpmdType(dict.fromkeys(ranks, V), default=WEAK), spelled, ndim=0)
         else:
-            out.add(param, SpmdType(default=ZERO if _is_zero(proper, expr) else WEAK), spelled)
+            out.add(param, SpmdType(default=ZERO if _is_zero(proper, expr) else WEAK), spelled, ndim=0)
         return
     out.passed.add(param)
+
+
+def literal_value(expr: Expression) -> object:
+    """The Python value of a literal argument (ints, ``None``, ``...``, slices, tuples of them); else ``NOT_KNOWN``."""
+    if isinstance(expr, IntExpr):
+        return expr.value
+    if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, IntExpr):
+        return -expr.expr.value
+    if isinstance(expr, NameExpr) and expr.fullname in ("builtins.None", "builtins.True", "builtins.False"):
+        return {"builtins.None": None, "builtins.True": True, "builtins.False": False}[expr.fullname]
+    if isinstance(expr, EllipsisExpr):
+        return Ellipsis
+    if isinstance(expr, StrExpr):
+        return expr.value
+    if isinstance(expr, SliceExpr):
+        bounds = [literal_value(e) if e is not None else None for e in (expr.begin_index, expr.end_index, expr.stride)]
+        return slice(*bounds) if NOT_KNOWN not in bounds else slice(0, NOT_KNOWN)
+    if isinstance(expr, (TupleExpr, ListExpr)):
+        return tuple(literal_value(item) for item in expr.items)
+    return NOT_KNOWN
+
+
+def _as_tuple(value: object) -> tuple[object, ...]:
+    return value if isinstance(value, tuple) else (value,)
 
 
 def _is_tensor_like(typ: ProperType) -> bool:

@@ -11,7 +11,8 @@ Annotate tensors with one local SPMD type per device-mesh axis::
 
 and change types only through the collectives and casts of this package
 (``all_reduce``, ``all_gather``, ``reduce_scatter``, ``all_to_all``, ``ppermute``,
-``reinterpret``, ``convert``, ``redistribute``), whose autograd backwards are
+``reinterpret``, ``convert``, ``redistribute``; ``redistribute_spec`` between
+:class:`PartitionSpec` layouts), whose autograd backwards are
 exactly what the types promise.  The mypy plugin ``spmd_mypy`` checks the
 annotations; at run time they are erased, unless ``with runtime_checking():``
 (or ``SPMD_TYPES_CHECK=1``) checks the same rules on the running program.
@@ -48,6 +49,7 @@ _DEFINED_IN = {
     "all_to_all": "spmd_types._collectives",
     "ppermute": "spmd_types._collectives",
     "redistribute": "spmd_types._collectives",
+    "redistribute_spec": "spmd_types._redistribute_spec",
     "reinterpret": "spmd_types._local",
     "convert": "spmd_types._local",
     "set_current_mesh": "spmd_types._mesh",

@@ -24,7 +24,9 @@ From there the op table gives every torch op's result type
 properties), the collectives' tables check each ``src=`` against the input's
 tracked type before the collective runs, functional collectives
 (``torch.distributed._functional_collectives``) are typed as the collectives
-they are, a raw ``torch.distributed.all_reduce`` of a typed tensor is
+they are, so are other libraries' mapping functions (Megatron's, by the
+core's ecosystem table; see :mod:`spmd_types._rebinding`), a raw
+``torch.distributed.all_reduce`` of a typed tensor is
 reported as the plugin reports it, ``loss.backward()`` (and
 ``torch.autograd.backward``/``grad``) checks the loss and its seed, and
 declared boundaries check what crosses them.  A tensor with no tracked type
@@ -60,7 +62,7 @@ import torch
 from torch.distributed.device_mesh import DeviceMesh
 from torch.overrides import TorchFunctionMode, resolve_name
 
-from spmd_types import _dist, _mesh
+from spmd_types import _dist, _mesh, _rebinding
 from spmd_types._declarations import Declarations, Tree, annotations_of, callee_name, declared_trees, declared_values
 from spmd_types._errors import SpmdTypeCheckError
 from spmd_types._op_params import Signatures, signatures
@@ -68,6 +70,7 @@ from spmd_types.typesystem import (
     AUTOGRAD_FUNCTIONS,
     BIASED_PRODUCTS,
     CALLS,
+    EQUIVALENTS,
     FUNCTIONAL_OPS,
     IN_PLACE,
     OPERATOR_SYMBOLS,
@@ -83,6 +86,7 @@ from spmd_types.typesystem import (
     Code,
     Constant,
     Endpoint,
+    Equivalent,
     FunctionalOp,
     InPlace,
     LocalType,
@@ -100,6 +104,7 @@ from spmd_types.typesystem import (
     check_call_on_axes,
     check_fits,
     check_in_place,
+    counted_like,
     display_name,
     flattened_axes,
     is_varying,
@@ -167,6 +172,7 @@ class TypeTracker:
         self._frames: list[tuple[object, list[tuple[torch.Tensor, tuple[SpmdType, _Producer | None] | None]]]] = []
         self._mode: _Mode | None = None
         self._hooks: list[Any] = []
+        self._unbind: Callable[[], None] | None = None
 
     # -- tracked types ---------------------------------------------------------------
 
@@ -231,11 +237,16 @@ class TypeTracker:
             register_module_forward_pre_hook(_module_pre_hook),
             register_module_forward_hook(_module_post_hook, always_call=True),
         ]
+        self._unbind = _rebinding.rebind({name: functools.partial(_library_function, entry)
+                                          for name, entry in EQUIVALENTS.items()})
         _ACTIVE = self
 
     def _stop(self) -> None:
         global _ACTIVE
         _ACTIVE = None
+        if self._unbind is not None:
+            self._unbind()
+            self._unbind = None
         for handle in self._hooks:
             handle.remove()
         self._hooks = []
@@ -257,13 +268,46 @@ class TypeTracker:
                 and isinstance(dst, (LocalType, Shard)) and isinstance(op, str) and route(call, src, dst) is not None):
             # An axis that names no mesh axis leaves the result unknown; a bad argument is the call's to reject.
             return self._unchecked(fn, args, kwargs)
-        result, violations = _check_call_on_axes(call, axes, self._known(x), src, dst, op)
-        self._report(violations, call, ("x",), "x")
+        return self._typed_call(call, axes, x, src, dst, op, lambda: self._unchecked(fn, args, kwargs), call, "x")
+
+    def _typed_call(self, call: str, axes: tuple[str, ...], x: torch.Tensor, src: Endpoint, dst: Endpoint, op: str,
+                    run: Callable[[], _T], where: str, value: str) -> _T:
+        """``run()``, which computes ``call(x, axes, src=src, dst=dst, op=op)``: checked first, its result typed.
+
+        ``where`` and ``value`` are how a report names the call and its input.
+        """
+        # The input's shards counted as src counts its dim: S(2) is src=S(-1) in a 3-D tensor.
+        have = counted_like(self._known(x), SpmdType(dict.fromkeys(axes, src)), x.dim())
+        result, violations = _check_call_on_axes(call, axes, have, src, dst, op)
+        self._report(violations, where, (value,), value)
         self._check_summed(call, axes, x, src, dst, op)
-        out = self._unchecked(fn, args, kwargs)
+        out = run()
         if not result.is_unknown:
             self._tag_outputs(out, result, _Producer(call, axes[0], src) if len(axes) == 1 else None)
         return out
+
+    def _library_call(self, entry: Equivalent, fn: Callable[..., Any], args: tuple[Any, ...],
+                      kwargs: dict[str, Any]) -> Any:
+        """A call of another library's function ``fn``, checked and typed as its ``entry`` in the core's table.
+
+        Nothing inside it is tracked: the library's own ops and in-place
+        collectives are its implementation of the call.
+        """
+        arguments = _bind(fn, args, kwargs)
+        x = arguments.get(entry.tensor)
+        group = arguments.get(entry.group)
+        if group is not None:
+            axes = _group_axes(group)
+        else:
+            axes = _mesh_axis(entry.default_role) if entry.default_role is not None else None
+        dst = entry.dst
+        if entry.variant is not None and arguments.get(entry.variant.parameter, True) is False:
+            dst = entry.variant.dst_if_false
+        run = functools.partial(self._unchecked, fn, args, kwargs)
+        if not isinstance(x, torch.Tensor) or axes is None:
+            return run()
+        where = f"{entry.name} (that is, {entry.spelled(dst)})"
+        return self._typed_call(entry.call, axes, x, entry.src, dst, "sum", run, where, entry.tensor)
 
     def _check_summed(self, call: str, axes: Sequence[str], x: torch.Tensor, src: Endpoint, dst: Endpoint,
                       op: str) -> None:
@@ -330,7 +374,8 @@ class TypeTracker:
     def _check_value(self, tensor: torch.Tensor, declared: SpmdType, where: str, value: str) -> None:
         have = self.type_of(tensor)
         if have is not None:
-            self._report(check_fits(have, declared), where, value=value)
+            # S(-1) and S(2) are one dim of a 3-D tensor.
+            self._report(check_fits(counted_like(have, declared, tensor.dim()), declared), where, value=value)
 
     def _returned(self, out: object, tree: Tree | None) -> None:
         """Check a returned value against the declared return type, which it then has."""
@@ -510,9 +555,10 @@ def _is_op(name: str) -> bool:
 class _Op:
     """The handler of one torch op: reads the operands, applies the op table's rule, types the result."""
 
-    __slots__ = ("bias", "display", "mentioned", "names", "outcomes", "rest", "rule", "sums", "tabled")
+    __slots__ = ("bias", "display", "mentioned", "name", "names", "outcomes", "rest", "rule", "sums", "tabled")
 
     def __init__(self, name: str, func: Any, overloads: Signatures | None = None) -> None:
+        self.name = name
         self.rule: OpRule = lookup(name)
         self.mentioned = self.rule.params
         self.display = display_name(name)
@@ -529,7 +575,7 @@ class _Op:
         tag = tags.get(id(target)) if target is not None else None
         if tag is not None and _is_constant(tag.spmd):
             # What a constant buffer holds once written into is what was written: the plugin gives
-            # such a buffer no type, nor is it checked here (SPEC 2.1: a zero is a zero only while it is one).
+            # such a buffer no type, nor is it checked here: a zero is a zero only while it is one.
             tracker._forget(target)
         elif tag is not None:
             tag.summands = None  # written in place: no longer the sum it was built as
@@ -554,7 +600,10 @@ class _Op:
             out = func(*args, **kwargs)
             if not _has_tensor(out):
                 return out  # size(), item(), tolist() and the like
-        outcome, params = self._outcome(tuple(items), tuple(passed), torch.is_grad_enabled())
+        if any(isinstance(t, SpmdType) and _has_shard(t) for t in items[1::2]):
+            outcome, params = self._sharded_outcome(tags, args, kwargs, tuple(passed), torch.is_grad_enabled())
+        else:
+            outcome, params = self._outcome(tuple(items), tuple(passed), torch.is_grad_enabled())
         tracker._report(outcome.violations, self.display, params)
         result = outcome.result
         if out_target is not None:
@@ -612,6 +661,43 @@ class _Op:
         return found
 
 
+    def _sharded_outcome(self, tags: dict[int, _Tag], args: tuple[Any, ...], kwargs: dict[str, Any],
+                         passed: tuple[str, ...], autograd: bool) -> tuple[OpOutcome, tuple[str, ...]]:
+        """The outcome where an operand is a shard: its dim follows the op, which needs the
+        operands' shapes and the op's arguments (see :mod:`spmd_types.typesystem.shard_dims`)."""
+        operands: list[Operand] = []
+        literals: dict[str, object] = {}
+        mentioned = self.mentioned
+        bound = [(self.names[i] if i < len(self.names) else self.rest, a) for i, a in enumerate(args)]
+        bound += [(canonical_param(k), a) for k, a in kwargs.items() if k != "out"]
+        for param, value in bound:
+            if not isinstance(value, torch.Tensor):
+                if param == self.rest and param in literals:
+                    literals[param] = (*_as_tuple(literals[param]), value)  # ``permute(2, 0, 1)``
+                else:
+                    literals[param] = value  # ``dim=1``, or an index such as ``(slice(None), None)``
+                if param not in mentioned:
+                    continue
+            for item in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(item, str):
+                    literals["equation"] = item  # einsum(equation, *operands) passes it among the operands
+                elif isinstance(item, torch.Tensor):
+                    tag = tags.get(id(item))
+                    operands.append(Operand(param, tag.spmd if tag is not None else UNKNOWN, shape=tuple(item.shape)))
+                elif type(item) in (int, float, bool):
+                    operands.append(Operand(param, _ZERO_NUMBER if item == 0 else _WEAK_NUMBER, ndim=0))
+        outcome = apply_op(self.rule, operands, frozenset(passed), autograd=autograd, op=self.name, args=literals)
+        return outcome, tuple(op.param for op in operands)
+
+
+def _as_tuple(value: object) -> tuple[object, ...]:
+    return value if isinstance(value, tuple) else (value,)
+
+
+def _has_shard(t: SpmdType) -> bool:
+    return any(isinstance(kind, Shard) for _, kind in t.items())
+
+
 def _is_constant(t: SpmdType) -> bool:
     """Whether ``t`` is a constant's type (weak or zero on every axis)."""
     return t.default is not None and all(isinstance(kind, Constant) for _, kind in t.items())
@@ -626,13 +712,14 @@ def _bind_positions(overloads: Sequence[tuple[tuple[str, ...], str | None]], rul
         tuple[str, ...], str]:
     """One parameter name per position over all overloads, preferring a name the rule mentions."""
     mentioned = set(rule.params)
+    rests = [canonical_param(r) for _, r in overloads if r is not None]
+    rest = next((r for r in rests if r in mentioned), rests[0] if rests else "")
     width = max((len(names) for names, _ in overloads), default=0)
     names: list[str] = []
     for k in range(width):
         options = list(dict.fromkeys(canonical_param(n[k]) for n, _ in overloads if k < len(n)))
-        names.append(next((o for o in options if o in mentioned), options[0]))
-    rests = [canonical_param(r) for _, r in overloads if r is not None]
-    rest = next((r for r in rests if r in mentioned), rests[0] if rests else "")
+        # A name the rule reads first; then the variadic one (``view(*size)`` over ``view(dtype)``).
+        names.append(next((o for o in options if o in mentioned), rest if rest in options else options[0]))
     return tuple(names), rest
 
 
@@ -712,14 +799,8 @@ def _functional_op(entry: FunctionalOp, tracker: TypeTracker, func: Any, args: t
     axes = _group_axes(group)
     if not isinstance(x, torch.Tensor) or axes is None or not isinstance(op, str):
         return func(*args, **kwargs)
-    reduction = op.lower()
-    result, violations = _check_call_on_axes(entry.call, axes, tracker._known(x), entry.src, entry.dst, reduction)
-    tracker._report(violations, entry.name, ("input",), "input")
-    tracker._check_summed(entry.call, axes, x, entry.src, entry.dst, reduction)
-    out = func(*args, **kwargs)
-    if not result.is_unknown:
-        tracker._tag_outputs(out, result, _Producer(entry.call, axes[0], entry.src) if len(axes) == 1 else None)
-    return out
+    run = functools.partial(func, *args, **kwargs)
+    return tracker._typed_call(entry.call, axes, x, entry.src, entry.dst, op.lower(), run, entry.name, "input")
 
 
 def _pass_through(tracker: TypeTracker, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -814,6 +895,13 @@ def _group_axes(group: object) -> tuple[str, ...] | None:
             if found.pg.group_name == group:
                 return key if isinstance(key, tuple) else (key,)
     return None
+
+
+def _mesh_axis(role: str) -> tuple[str, ...] | None:
+    """The axis of the current mesh that a library's own group ``role`` is: the one named like it, if any."""
+    mesh = _mesh.current_mesh()
+    names = mesh.mesh_dim_names if mesh is not None else None
+    return (role,) if names and role in names else None
 
 
 def checked(fn: _F) -> _F:
@@ -924,6 +1012,19 @@ def collective(call: str) -> Callable[[Callable[_P, _T]], Callable[_P, _T]]:
         return checked_collective
 
     return decorate
+
+
+def _library_function(entry: Equivalent, fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn``, the library function of ``entry``, checked and typed as its equivalent call while checking is on."""
+
+    @functools.wraps(fn)
+    def checked_library_call(*args: Any, **kwargs: Any) -> Any:
+        tracker = _ACTIVE
+        if tracker is None or tracker._paused or torch.compiler.is_compiling():
+            return fn(*args, **kwargs)
+        return tracker._library_call(entry, fn, args, kwargs)
+
+    return checked_library_call
 
 
 def assert_declared(x: object, markers: tuple[object, ...]) -> None:

@@ -5,12 +5,15 @@ Each call takes the local SPMD type of its input and output on ``axis`` as
 keyword-only ``src=``/``dst=`` arguments.  The types do not change what the
 forward computes (beyond choosing stack versus concatenate); they choose the
 backward, which is always the one the rule core's table gives
-(:mod:`spmd_types._prims` runs both directions from that table).
+(:mod:`spmd_types._prims` runs both directions from that table).  Each call's
+docstring starts with its signature in SPMD types and ends with that table:
+every ``src``/``dst`` pair the call accepts, the primitive transitions it runs
+forward and the ones its backward runs, both computed from the rule core.
 
-Diagram conventions (as in the design notes): one row per rank of the axis,
-shown for three ranks; ``=>`` separates input from output; a value written on
-one row only is the same on every rank; a leading ``+`` marks a pending sum
-(the value is the sum of the rows).  Backward diagrams read
+The diagrams show what happens to the data, per rank: one row per rank of the
+axis, shown for three ranks; ``=>`` separates input from output; a value
+written on one row only is the same on every rank; a leading ``+`` marks a
+pending sum (the value is the sum of the rows).  Backward diagrams read
 ``grad_input <= grad_output``.
 """
 
@@ -129,7 +132,7 @@ def all_reduce(
     out_dtype: torch.dtype | None = None,
     grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    """``all_reduce(x: P | V, axis, *, src=P, dst: R | I, op="sum") -> R | I``
+    """``all_reduce(x: src, axis, *, src: V | P = P, dst: R | I) -> dst``
 
     Sums the ranks' tensors over ``axis``; every rank gets the total.  A
     partial input already *means* that sum, so on the denotation this is the
@@ -139,16 +142,13 @@ def all_reduce(
         +Ay  =>  Ax + Ay + Az
         +Az
 
-    ``src=V`` takes a varying input as its own partial sum (the route is
-    ``reinterpret(V -> P)`` then ``all_reduce(P -> dst)``).
-
     Args:
         x: the local tensor; any shape, any layout.
         axis: mesh-axis name, tuple of names (one call over their
             flattened group; see [several axes](uneven-and-multi-axis.md)),
             process group or 1-D mesh.
-        src: ``P`` (default) or ``V``.
-        dst: ``R`` or ``I``; required, because the backward differs.
+        src: the type of ``x`` on ``axis``.
+        dst: the type of the result on ``axis``, which decides the backward.
         op: ``"sum"``; ``"avg"`` (the sum divided by the axis size,
             differentiable; floating-point and complex tensors only, since
             the average of integers is not an integer); ``"max"`` or ``"min"`` (statistics: element-wise
@@ -160,31 +160,40 @@ def all_reduce(
         comm_dtype: the dtype the all-reduce runs in (and sums in); ``x`` is
             cast to it first.  Default: ``x``'s dtype.
         out_dtype: the result's dtype.  Default: ``x``'s dtype.
-        grad_comm_dtype: the dtype the backward's all-reduce runs in (for
-            ``dst=R``).  Default: the gradient's own.  The gradient comes back
-            in ``x``'s dtype.  The three are explained in
+        grad_comm_dtype: the dtype the backward's communication runs in,
+            if it communicates.  Default: the gradient's own.  The gradient
+            comes back in ``x``'s dtype.  The three are explained in
             [Mixed precision](precision.md).
 
     Returns:
         A tensor of ``x``'s shape, of type ``dst`` on ``axis``.
 
-    **Backward cases** (for ``op="sum"``; ``"avg"`` also divides by the axis size):
-
-    ``all_reduce(P -> R)``: the gradient of ``R`` is ``P``, so the backward is
-    ``all_reduce(P -> R)`` again::
+    **Backward**, per rank (for ``op="sum"``; ``"avg"`` also divides by the
+    axis size).  With ``dst=R``::
 
                           +Gx
         Gx + Gy + Gz  <=  +Gy
                           +Gz
 
-    ``all_reduce(P -> I)``: the gradient is already invariant; the backward is
-    ``reinterpret(I -> R)``, a no-op::
+    With ``dst=I``::
 
         G  <=  G
 
     Pick ``I`` when the ranks go on to do the same work (Megatron's
-    reduce-from-tensor-parallel region: identity backward), ``R`` when they
-    go on to do different work with it.
+    reduce-from-tensor-parallel region), ``R`` when they go on to do
+    different work with it.
+
+    Accepted types, from the rule core (rewritten by ``make generated-docs``)::
+
+        src  dst  forward                                  backward
+        V    R    reinterpret(V -> P), all_reduce(P -> R)  all_reduce(P -> R), reinterpret(R -> V)
+                  (all-reduce)                             (all-reduce)
+        V    I    reinterpret(V -> P), all_reduce(P -> I)  reinterpret(I -> R), reinterpret(R -> V)
+                  (all-reduce)                             (no-op)
+        P    R    all_reduce(P -> R)                       all_reduce(P -> R)
+                  (all-reduce)                             (all-reduce)
+        P    I    all_reduce(P -> I)                       reinterpret(I -> R)
+                  (all-reduce)                             (no-op)
     """
     x = check_tensor("all_reduce", x)
     group = resolve_axis(axis)
@@ -226,7 +235,7 @@ def all_gather(
     out_dtype: torch.dtype | None = None,
     grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    """``all_gather(x: V | S(i), axis, *, src=V, dst: R | I, gather_dim=None) -> R | I``
+    """``all_gather(x: src, axis, *, src: V | S(i) = V, dst: R | I) -> dst``
 
     Every rank gets every rank's tensor.  With ``src=V`` the tensors are
     stacked along a new dim ``gather_dim`` (default 0); with ``src=S(i)`` they
@@ -242,8 +251,8 @@ def all_gather(
         axis: mesh-axis name, tuple of names (one call over their
             flattened group; see [several axes](uneven-and-multi-axis.md)),
             process group or 1-D mesh.
-        src: ``V`` (default) or ``S(i)``.
-        dst: ``R`` or ``I``; required, because the backward differs.
+        src: the type of ``x`` on ``axis``.
+        dst: the type of the result on ``axis``, which decides the backward.
         gather_dim: for ``src=V``, where the new dim goes (default 0); for
             ``src=S(i)`` it may be given only as ``i``.
         split_sizes: for ``src=S(i)`` only: the shard length of every rank
@@ -252,33 +261,41 @@ def all_gather(
         comm_dtype: the dtype the gather runs in (``torch.bfloat16`` halves
             the bytes of a ``float32`` parameter).  Default: ``x``'s dtype.
         out_dtype: the result's dtype.  Default: ``x``'s dtype.
-        grad_comm_dtype: the dtype the backward's reduce-scatter runs in (for
-            ``dst=R``).  Default: the gradient's own.  The gradient comes back
-            in ``x``'s dtype; see [Mixed precision](precision.md).
+        grad_comm_dtype: the dtype the backward's communication runs in,
+            if it communicates.  Default: the gradient's own.  The gradient
+            comes back in ``x``'s dtype; see [Mixed precision](precision.md).
 
     Returns:
         ``V``: shape ``x.shape`` with the axis size inserted at ``gather_dim``.
         ``S(i)``: ``x.shape`` with dim ``i`` multiplied by the axis size (or
         ``sum(split_sizes)``).
 
-    **Backward cases:**
-
-    ``all_gather(V -> R)``: the backward is ``reduce_scatter(P -> V)``; each
-    rank's row ``k`` is a partial gradient of rank ``k``'s input::
+    **Backward**, per rank.  ``V -> R``: each rank's row ``k`` is a partial
+    gradient of rank ``k``'s input::
 
         Gx0 + Gy0 + Gz0      +[Gx0, Gx1, Gx2]
         Gx1 + Gy1 + Gz1  <=  +[Gy0, Gy1, Gy2]
         Gx2 + Gy2 + Gz2      +[Gz0, Gz1, Gz2]
 
-    ``all_gather(V -> I)``: the gradient is invariant, so each rank just takes
-    its own entry: ``convert(I -> V)``, no communication::
+    ``V -> I``: each rank takes its own entry::
 
         G0
         G1  <=  [G0, G1, G2]
         G2
 
-    ``all_gather(S(i) -> R)`` and ``(S(i) -> I)``: the same with chunks along
-    ``i``: ``reduce_scatter(P -> S(i))`` and ``convert(I -> S(i))``.
+    From ``S(i)``, the same with chunks along ``i``.
+
+    Accepted types, from the rule core (rewritten by ``make generated-docs``)::
+
+        src   dst  forward                backward
+        V     R    all_gather(V -> R)     reduce_scatter(P -> V)
+                   (all-gather)           (reduce-scatter)
+        V     I    all_gather(V -> I)     convert(I -> V)
+                   (all-gather)           (local slice)
+        S(i)  R    all_gather(S(i) -> R)  reduce_scatter(P -> S(i))
+                   (all-gather)           (reduce-scatter)
+        S(i)  I    all_gather(S(i) -> I)  convert(I -> S(i))
+                   (all-gather)           (local slice)
     """
     x = check_tensor("all_gather", x)
     group = resolve_axis(axis)
@@ -305,7 +322,7 @@ def reduce_scatter(
     out_dtype: torch.dtype | None = None,
     grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    """``reduce_scatter(x: P | V, axis, *, src=P, dst=V, scatter_dim=None) -> V | S(i)``
+    """``reduce_scatter(x: src, axis, *, src: V | P = P, dst: V | S(i) = V) -> dst``
 
     Sums over the ranks, and each rank keeps only its own part of the sum
     (an all-reduce that drops what the rank does not need).  ``dst=V``:
@@ -323,15 +340,13 @@ def reduce_scatter(
         +[A0y, A1y, B0y, B1y, C0y, C1y]  =>  [B0x + B0y + B0z, B1x + B1y + B1z]
         +[A0z, A1z, B0z, B1z, C0z, C1z]      [C0x + C0y + C0z, C1x + C1y + C1z]
 
-    ``src=V`` takes a varying input as its own partial sum.
-
     Args:
         x: the local partial tensor; any layout.
         axis: mesh-axis name, tuple of names (one call over their
             flattened group; see [several axes](uneven-and-multi-axis.md)),
             process group or 1-D mesh.
-        src: ``P`` (default) or ``V``.
-        dst: ``V`` (default) or ``S(i)``.
+        src: the type of ``x`` on ``axis``.
+        dst: the type of the result on ``axis``.
         scatter_dim: for ``dst=V``, the dim of size axis-size to scatter
             (default 0); for ``dst=S(i)`` it may be given only as ``i``.
         split_sizes: for ``dst=S(i)`` only: every rank's chunk length along
@@ -339,27 +354,37 @@ def reduce_scatter(
         comm_dtype: the dtype the reduce-scatter runs in (and sums in).
             Default: ``x``'s dtype.
         out_dtype: the result's dtype.  Default: ``x``'s dtype.
-        grad_comm_dtype: the dtype the backward's all-gather runs in.
+        grad_comm_dtype: the dtype the backward's communication runs in.
             Default: the gradient's own.  The gradient comes back in ``x``'s
             dtype; see [Mixed precision](precision.md).
 
     Returns:
         A tensor of type ``dst`` on ``axis``.
 
-    **Backward cases:**
-
-    ``reduce_scatter(P -> V)``: the backward is ``all_gather(V -> R)``, which
-    hands every rank the gradient of every entry it contributed to::
+    **Backward**, per rank: every rank gets the gradient of every entry it
+    contributed to.  ``P -> V``::
 
                           G0
         [G0, G1, G2]  <=  G1
                           G2
 
-    ``reduce_scatter(P -> S(i))``: likewise ``all_gather(S(i) -> R)``::
+    ``P -> S(i)``::
 
                                       [G0, G1]
         [G0, G1, G2, G3, G4, G5]  <=  [G2, G3]
                                       [G4, G5]
+
+    Accepted types, from the rule core (rewritten by ``make generated-docs``)::
+
+        src  dst   forward                                         backward
+        V    V     reinterpret(V -> P), reduce_scatter(P -> V)     all_gather(V -> R), reinterpret(R -> V)
+                   (reduce-scatter)                                (all-gather)
+        V    S(i)  reinterpret(V -> P), reduce_scatter(P -> S(i))  all_gather(S(i) -> R), reinterpret(R -> V)
+                   (reduce-scatter)                                (all-gather)
+        P    V     reduce_scatter(P -> V)                          all_gather(V -> R)
+                   (reduce-scatter)                                (all-gather)
+        P    S(i)  reduce_scatter(P -> S(i))                       all_gather(S(i) -> R)
+                   (reduce-scatter)                                (all-gather)
     """
     x = check_tensor("reduce_scatter", x)
     group = resolve_axis(axis)
@@ -388,7 +413,7 @@ def all_to_all(
     out_dtype: torch.dtype | None = None,
     grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    """``all_to_all(x: V | S(i), axis, *, src=V, dst=V, split_dim=None, concat_dim=None) -> V | S(j)``
+    """``all_to_all(x: src, axis, *, src: V | S(i) = V, dst: V | S(i) = V) -> dst``
 
     Every rank cuts its tensor into one piece per rank, sends piece ``k`` to
     rank ``k``, and joins the pieces it receives in source-rank order.  ``dst``
@@ -440,8 +465,8 @@ def all_to_all(
         axis: mesh-axis name, tuple of names (one call over their
             flattened group; see [several axes](uneven-and-multi-axis.md)),
             process group or 1-D mesh.
-        src: ``V`` (default) or ``S(i)``.
-        dst: ``V`` (default) or ``S(j)``.
+        src: the type of ``x`` on ``axis``.
+        dst: the type of the result on ``axis``.
         split_dim: the dim unbound for ``dst=V`` (may be given only as ``j`` for ``dst=S(j)``).
         concat_dim: the dim stacked for ``src=V`` (may be given only as ``i`` for ``src=S(i)``).
         split_sizes: uneven pieces (``src=S(i)``, ``dst=S(i)`` only): the
@@ -456,19 +481,30 @@ def all_to_all(
             the gradient's own; it comes back in ``x``'s dtype.  See
             [Mixed precision](precision.md).
 
-    **Backward cases:**
-
-    The backward is ``all_to_all`` again with the roles swapped: ``dst -> src``,
-    ``split_dim`` <-> ``concat_dim``.  For ``V -> V``::
+    **Backward**, per rank: the exchange with the roles swapped, ``split_dim``
+    and ``concat_dim`` trading places.  ``V -> V``::
 
         [G0a, G1a, G2a]      [G0a, G0b, G0c]
         [G0b, G1b, G2b]  <=  [G1a, G1b, G1c]
         [G0c, G1c, G2c]      [G2a, G2b, G2c]
 
-    and ``S(i) -> S(j)`` has backward ``S(j) -> S(i)``.  With uneven pieces
-    the backward is the transposed exchange: ``all_to_all`` with
+    With uneven pieces the backward is the transposed exchange:
     ``split_sizes`` and ``out_split_sizes`` swapped, which sends every
     gradient row back to the rank its token came from.
+
+    Accepted types, from the rule core (rewritten by ``make generated-docs``)::
+
+        src   dst   forward                   backward
+        V     V     all_to_all(V -> V)        all_to_all(V -> V)
+                    (all-to-all)              (all-to-all)
+        V     S(i)  all_to_all(V -> S(i))     all_to_all(S(i) -> V)
+                    (all-to-all)              (all-to-all)
+        S(i)  V     all_to_all(S(i) -> V)     all_to_all(V -> S(i))
+                    (all-to-all)              (all-to-all)
+        S(i)  S(i)  all_to_all(S(i) -> S(i))  all_to_all(S(i) -> S(i))
+                    (all-to-all)              (all-to-all)
+        S(i)  S(j)  all_to_all(S(i) -> S(j))  all_to_all(S(j) -> S(i))
+                    (all-to-all)              (all-to-all)
     """
     x = check_tensor("all_to_all", x)
     group = resolve_axis(axis)
@@ -577,13 +613,19 @@ def ppermute(x: torch.Tensor, axis: AxisLike, perm: Iterable[tuple[int, int]]) -
             tuple, a generator: it is read once); no index may appear twice
             as a source or twice as a destination.
 
-    **Backward case:** ``ppermute`` along the inverse permutation: each rank
-    sends the gradient of what it received back to the rank it came from; a
-    rank whose tensor went nowhere gets a zero gradient::
+    **Backward**, per rank: along the inverse permutation, each rank sends the
+    gradient of what it received back to the rank it came from; a rank whose
+    tensor went nowhere gets a zero gradient::
 
         G1      G0
         G2  <=  G1
         G0      G2
+
+    Accepted types, from the rule core (rewritten by ``make generated-docs``)::
+
+        src  dst  forward                    backward
+        V    V    ppermute(V -> V)           ppermute(V -> V)
+                  (point-to-point exchange)  (point-to-point exchange)
     """
     x = check_tensor("ppermute", x)
     group = resolve_axis(axis)
@@ -625,30 +667,28 @@ def redistribute(
     out_dtype: torch.dtype | None = None,
     grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor:
-    """``redistribute(x, axis, *, src, dst) -> dst``
+    """``redistribute(x: src, axis, *, src: R | I | V | P | S(i), dst: R | I | V | P | S(i)) -> dst``
 
     Changes the type on ``axis`` while keeping the global value, with
-    whatever communication that takes.  It routes to one call::
-
-        redistribute(V | S(i) -> R | I)   = all_gather
-        redistribute(P -> R | I)          = all_reduce
-        redistribute(P -> V | S(i))       = reduce_scatter
-        redistribute(S(i) -> S(j))        = all_to_all (split on j, concatenate on i)
-        redistribute(R | I -> V | S(i))   = convert (take my entry / chunk)
-        redistribute(R | I | V | S(i) -> P) = convert (zero padding / masking)
-        redistribute(I -> R), (R -> I)    = reinterpret
-        redistribute(T -> T), (V <-> S(i)) = identity (no-op both ways)
-
-    A ``V`` end means "one entry per rank along dim 0" (the dim that
-    ``all_gather`` stacks on and ``convert`` takes from).  The table is the
-    rule core's; a pair it does not list raises an error naming the
-    alternatives.
+    whatever communication that takes: it runs the call that makes the
+    change, forward and backward, as the table below lists.  A ``V`` end
+    means "one entry per rank along dim 0" (the dim that ``all_gather``
+    stacks on and ``convert`` takes from).
 
     ``comm_dtype``, ``out_dtype`` and ``grad_comm_dtype`` apply to the call it
     routes to, as they do there ([Mixed precision](precision.md)); a route
     without communication applies only ``out_dtype``.
 
-    **Backward:** the backward of the call it routes to (see that call).
+    Accepted types, from the rule core (rewritten by ``make generated-docs``)::
+
+        runs            src -> dst
+        nothing         R -> R, I -> I, V -> V, V -> S(i), P -> P, S(i) -> V, S(i) -> S(i)
+        reinterpret     R -> I, I -> R
+        convert         R -> V, R -> P, R -> S(i), I -> V, I -> P, I -> S(i), V -> P, S(i) -> P
+        all_gather      V -> R, V -> I, S(i) -> R, S(i) -> I
+        all_reduce      P -> R, P -> I
+        reduce_scatter  P -> V, P -> S(i)
+        all_to_all      S(i) -> S(j)
     """
     x = check_tensor("redistribute", x)
     group = resolve_axis(axis)

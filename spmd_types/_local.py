@@ -4,8 +4,8 @@
 the *global* value may change (three ranks holding replicated ``A``,
 reinterpreted as partial, denote ``3A``).  ``convert`` keeps the global value
 and changes the local data with a local operation (a slice, a zero mask, zero
-padding).  Neither communicates in the forward; their backwards may, as the
-rule core's table says.
+padding).  Each docstring ends with the rule core's table of the pairs the
+call accepts and what runs forward and backward.
 
 Diagrams: one row per rank (three shown), ``=>`` from input to output, a
 value on one row only is the same on every rank, ``+`` marks a pending sum.
@@ -27,49 +27,60 @@ __all__ = ["convert", "reinterpret"]
 
 @collective("reinterpret")
 def reinterpret(x: torch.Tensor, axis: AxisLike, *, src: Endpoint, dst: Endpoint) -> torch.Tensor:
-    """``reinterpret(x, axis, *, src, dst) -> dst``
+    """``reinterpret(x: src, axis, *, src: R | I | V, dst: R | I | V | P) -> dst``
 
     Changes the type on ``axis`` and keeps the local data: a no-op forward.
-    The global value may change; use :func:`convert` to keep it.  Shards are
-    not accepted (keeping the local data, ``S(i)`` would mean ``V``).
+    The global value may change; use :func:`convert` to keep it.
 
-    ``reinterpret(R -> V)``: the same tensor on every rank becomes N tensors
-    that happen to be equal.  Backward ``reinterpret(V -> P)`` (no-op)::
+    Forward and backward, per rank.  ``R -> V``: the same tensor on every rank
+    becomes N tensors that happen to be equal::
 
                A               +G0      G0
         A  =>  A      and      +G1  <=  G1
                A               +G2      G2
 
-    ``reinterpret(V -> P)``: the ranks' tensors become summands of one pending
-    sum.  Backward ``reinterpret(R -> V)`` (no-op)::
+    ``V -> P``: the ranks' tensors become summands of one pending sum::
 
         A      +A              G      G
         B  =>  +B      and     G  <=  G
         C      +C              G
 
-    ``reinterpret(R -> P)``: every rank's copy becomes a summand, so the value
-    is multiplied by the axis size.  Backward ``reinterpret(R -> P)`` (no-op).
+    ``R -> P``: every rank's copy becomes a summand, so the value is
+    multiplied by the axis size.
 
-    ``reinterpret(I -> R)``: same data; the gradient, now partial, is summed.
-    Backward ``all_reduce(P -> I)``; this is Megatron's
-    copy-to-tensor-parallel region (also accepted as ``convert(I -> R)``)::
+    ``I -> R``: the same data, whose gradients, one per rank, are summed
+    (Megatron's copy-to-tensor-parallel region)::
 
         A  =>  A               Gx + Gy + Gz  <=  +Gx, +Gy, +Gz
 
-    ``reinterpret(R -> I)``: same data; the invariant gradient must not be
-    counted N times, so the backward ``convert(I -> P)`` keeps it on rank 0::
+    ``R -> I``: the same data; the invariant gradient must not be counted
+    once per rank::
 
         A  =>  A               +G, +0, +0  <=  G
-
-    ``reinterpret(I -> V)`` is ``I -> R`` then ``R -> V``.
 
     Args:
         x: the local tensor.
         axis: mesh-axis name, tuple of names (one call over their
             flattened group; see [several axes](uneven-and-multi-axis.md)),
             process group or 1-D mesh.
-        src: the type on ``axis`` now: ``R``, ``I`` or ``V``.
-        dst: the type wanted: ``R``, ``I``, ``V`` or ``P``.
+        src: the type of ``x`` on ``axis``.
+        dst: the type wanted on ``axis``.
+
+    Accepted types, from the rule core (rewritten by ``make generated-docs``)::
+
+        src  dst  forward                                   backward
+        R    I    reinterpret(R -> I)                       convert(I -> P)
+                  (no-op)                                   (mask to rank 0)
+        R    V    reinterpret(R -> V)                       reinterpret(V -> P)
+                  (no-op)                                   (no-op)
+        R    P    reinterpret(R -> P)                       reinterpret(R -> P)
+                  (no-op)                                   (no-op)
+        I    R    reinterpret(I -> R)                       all_reduce(P -> I)
+                  (no-op)                                   (all-reduce)
+        I    V    reinterpret(I -> R), reinterpret(R -> V)  reinterpret(V -> P), all_reduce(P -> I)
+                  (no-op)                                   (all-reduce)
+        V    P    reinterpret(V -> P)                       reinterpret(R -> V)
+                  (no-op)                                   (no-op)
     """
     x = check_tensor("reinterpret", x)
     group = resolve_axis(axis)
@@ -85,66 +96,82 @@ def convert(
     dst: Endpoint,
     split_sizes: Sequence[int] | None = None,
 ) -> torch.Tensor:
-    """``convert(x, axis, *, src, dst, split_sizes=None) -> dst``
+    """``convert(x: src, axis, *, src: R | I | V | S(i), dst: R | I | V | P | S(i)) -> dst``
 
     Changes the type on ``axis`` and keeps the global value, with a local
     operation and no communication.  ``V`` is read as "one entry per rank
     along dim 0", ``S(i)`` as "chunks along dim ``i``".  There is no way out
     of ``P`` without summing: use :func:`all_reduce` or :func:`reduce_scatter`.
 
-    ``convert(R -> V)``, ``convert(I -> V)``: dim 0 must have the axis size;
-    each rank keeps its own entry (dim 0 disappears)::
+    Forward and backward, per rank.  ``R -> V`` and ``I -> V``: dim 0 must
+    have the axis size; each rank keeps its own entry (dim 0 disappears)::
 
                        A
         [A, B, C]  =>  B
                        C
 
-    Backward of ``R -> V`` is ``convert(V -> P)`` (zero padding); of ``I -> V``
-    it is ``all_gather(V -> I)``::
+    Their backwards, from ``R`` and from ``I``::
 
         +[G0, 0, 0]      G0                              G0
         +[0, G1, 0]  <=  G1    (R)       [G0, G1, G2]  <=  G1    (I)
         +[0, 0, G2]      G2                              G2
 
-    ``convert(R -> S(i))``, ``convert(I -> S(i))``: each rank keeps its chunk
-    along ``i`` (``split_sizes`` for uneven chunks); backward
-    ``convert(S(i) -> P)`` or ``all_gather(S(i) -> I)``::
+    ``R -> S(i)`` and ``I -> S(i)``: each rank keeps its chunk along ``i``
+    (``split_sizes`` for uneven chunks)::
 
                                       [A0, A1]
         [A0, A1, B0, B1, C0, C1]  =>  [B0, B1]
                                       [C0, C1]
 
-    ``convert(R -> P)``, ``convert(I -> P)``: rank 0 keeps the value, the
-    others hold zeros, so the pending sum is the value.  Backward
-    ``convert(R -> P)`` and ``reinterpret(R -> I)`` (no-op)::
+    ``R -> P`` and ``I -> P``: rank 0 keeps the value, the others hold zeros,
+    so the pending sum is the value; the backward from ``R``::
 
                 +A                        +G
         A  =>   +0         and (R)        +0  <=  G
                 +0                        +0
 
-    ``convert(V -> P)``: a new dim 0 of the axis size, holding the rank's
-    tensor at its own index and zeros elsewhere; backward ``convert(R -> V)``::
+    ``V -> P``: a new dim 0 of the axis size, holding the rank's tensor at its
+    own index and zeros elsewhere::
 
         A      +[A, 0, 0]                G0
         B  =>  +[0, B, 0]      and       G1  <=  [G0, G1, G2]
         C      +[0, 0, C]                G2
 
-    ``convert(S(i) -> P)``: the same with zero padding along ``i``; backward
-    ``convert(R -> S(i))``.
-
-    ``convert(I -> R)`` (Megatron's copy-to-tensor-parallel region: no-op
-    forward, all-reduce backward) and ``convert(R -> I)`` are the reinterprets
-    of the same names, which already keep the value.
+    ``S(i) -> P``: the same with zero padding along ``i``.
 
     Args:
         x: the local tensor; any layout.
         axis: mesh-axis name, tuple of names (one call over their
             flattened group; see [several axes](uneven-and-multi-axis.md)),
             process group or 1-D mesh.
-        src: ``R``, ``I``, ``V`` or ``S(i)``.
-        dst: ``R``, ``I``, ``V``, ``S(i)`` or ``P``.
+        src: the type of ``x`` on ``axis``.
+        dst: the type wanted on ``axis``.
         split_sizes: for a shard end only: every rank's chunk length along
             the shard dim, for uneven chunks.
+
+    Accepted types, from the rule core (rewritten by ``make generated-docs``)::
+
+        src   dst   forward              backward
+        R     I     reinterpret(R -> I)  convert(I -> P)
+                    (no-op)              (mask to rank 0)
+        R     V     convert(R -> V)      convert(V -> P)
+                    (local slice)        (zero padding)
+        R     P     convert(R -> P)      convert(R -> P)
+                    (mask to rank 0)     (mask to rank 0)
+        R     S(i)  convert(R -> S(i))   convert(S(i) -> P)
+                    (local slice)        (zero padding)
+        I     R     reinterpret(I -> R)  all_reduce(P -> I)
+                    (no-op)              (all-reduce)
+        I     V     convert(I -> V)      all_gather(V -> I)
+                    (local slice)        (all-gather)
+        I     P     convert(I -> P)      reinterpret(R -> I)
+                    (mask to rank 0)     (no-op)
+        I     S(i)  convert(I -> S(i))   all_gather(S(i) -> I)
+                    (local slice)        (all-gather)
+        V     P     convert(V -> P)      convert(R -> V)
+                    (zero padding)       (local slice)
+        S(i)  P     convert(S(i) -> P)   convert(R -> S(i))
+                    (zero padding)       (local slice)
     """
     x = check_tensor("convert", x)
     group = resolve_axis(axis)

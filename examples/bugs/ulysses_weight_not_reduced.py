@@ -36,7 +36,7 @@ class UlyssesWeightNotReduced(ulysses.UlyssesAttention):
         v = all_to_all(v, "sp", src=S(1), dst=S(2))
         heads = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True)
         out = all_to_all(heads.transpose(1, 2), "sp", src=S(2), dst=S(1))  # [batch, my tokens, heads, head_dim]
-        return F.linear(out.flatten(2), self.out_weight)  # E: [spmd-mix] I does not mix with V
+        return F.linear(out.flatten(2), self.out_weight)  # E: [spmd-mix] I does not mix with S(1)
 
 
 EXAMPLE = replace(ulysses.EXAMPLE, module=UlyssesWeightNotReduced)

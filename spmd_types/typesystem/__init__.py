@@ -16,8 +16,11 @@ Where each rule is:
 * :mod:`.spmd_type`: :class:`SpmdType`, one local type per mesh axis, and its text form;
 * :mod:`.annotations`: ``Axis["tp"]``, ``Spmd[...]`` and reading ``Annotated`` metadata;
 * :mod:`.partition_spec`: ``PartitionSpec``, the global layout of a tensor's dims;
+* :mod:`.layout` and :mod:`.planner`: which elements a rank holds under a spec,
+  and the cheapest collectives from one spec to another;
 * :mod:`.ops`: the op table (linear, multilinear, non-linear arguments);
 * :mod:`.join`: the per-axis join of ordinary ops and the boundary rule;
+* :mod:`.shard_dims`: where a shard's tensor dim goes through an op;
 * :mod:`.collectives`: collectives and casts, their routes and backwards;
 * :mod:`.summation`: a replicated summand in the input of a reduction;
 * :mod:`.loss`: the ``loss.backward()`` rule;
@@ -65,6 +68,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.ecosystem import GROUP_GETTERS as GROUP_GETTERS
     from spmd_types.typesystem.ecosystem import IN_PLACE as IN_PLACE
     from spmd_types.typesystem.ecosystem import PASS_THROUGH_OPS as PASS_THROUGH_OPS
+    from spmd_types.typesystem.ecosystem import REEXPORTS as REEXPORTS
     from spmd_types.typesystem.ecosystem import ROLES as ROLES
     from spmd_types.typesystem.ecosystem import VERIFIED_AGAINST as VERIFIED_AGAINST
     from spmd_types.typesystem.ecosystem import Equivalent as Equivalent
@@ -80,6 +84,14 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.join import fits as fits
     from spmd_types.typesystem.join import merge_paths as merge_paths
     from spmd_types.typesystem.join import paths_disagree as paths_disagree
+    from spmd_types.typesystem.layout import Digit as Digit
+    from spmd_types.typesystem.layout import Reorder as Reorder
+    from spmd_types.typesystem.layout import change as change
+    from spmd_types.typesystem.layout import digits_of as digits_of
+    from spmd_types.typesystem.layout import dim_indices as dim_indices
+    from spmd_types.typesystem.layout import entry_of as entry_of
+    from spmd_types.typesystem.layout import local_indices as local_indices
+    from spmd_types.typesystem.layout import pattern as pattern
     from spmd_types.typesystem.local_types import LOCAL_TYPES as LOCAL_TYPES
     from spmd_types.typesystem.local_types import WEAK as WEAK
     from spmd_types.typesystem.local_types import ZERO as ZERO
@@ -115,7 +127,29 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.ops import display_name as display_name
     from spmd_types.typesystem.ops import lookup as lookup
     from spmd_types.typesystem.ops import method_name as method_name
+    from spmd_types.typesystem.partition_spec import Entry as Entry
+    from spmd_types.typesystem.partition_spec import Factor as Factor
+    from spmd_types.typesystem.partition_spec import MeshAxes as MeshAxes
     from spmd_types.typesystem.partition_spec import PartitionSpec as PartitionSpec
+    from spmd_types.typesystem.partition_spec import all_specs as all_specs
+    from spmd_types.typesystem.partition_spec import dual as dual
+    from spmd_types.typesystem.partition_spec import global_shape as global_shape
+    from spmd_types.typesystem.partition_spec import mesh_axes as mesh_axes
+    from spmd_types.typesystem.partition_spec import per_axis_types as per_axis_types
+    from spmd_types.typesystem.planner import Plan as Plan
+    from spmd_types.typesystem.planner import Step as Step
+    from spmd_types.typesystem.planner import plan_redistribute as plan_redistribute
+    from spmd_types.typesystem.planner import plan_via_replicated as plan_via_replicated
+    from spmd_types.typesystem.shard_dims import LOST as LOST
+    from spmd_types.typesystem.shard_dims import NOT_KNOWN as NOT_KNOWN
+    from spmd_types.typesystem.shard_dims import SHARD_RULES as SHARD_RULES
+    from spmd_types.typesystem.shard_dims import Broken as Broken
+    from spmd_types.typesystem.shard_dims import LayoutCall as LayoutCall
+    from spmd_types.typesystem.shard_dims import Moved as Moved
+    from spmd_types.typesystem.shard_dims import Outcome as Outcome
+    from spmd_types.typesystem.shard_dims import counted_like as counted_like
+    from spmd_types.typesystem.shard_dims import result_dim as result_dim
+    from spmd_types.typesystem.shard_dims import same_dim as same_dim
     from spmd_types.typesystem.spmd_type import UNKNOWN as UNKNOWN
     from spmd_types.typesystem.spmd_type import SpmdType as SpmdType
     from spmd_types.typesystem.spmd_type import parse as parse
@@ -133,42 +167,56 @@ if TYPE_CHECKING:
 # tests/typesystem/test_import.py keeps this equal to the imports above, which
 # are what type checkers read, and to the submodules' ``__all__``.
 _DEFINED_IN: dict[str, str] = {
-    **dict.fromkeys(("Code",), "codes"),
-    **dict.fromkeys(
-        ("AnnotationError", "AxisType", "AxisTypes", "Constant", "I", "LOCAL_TYPES", "LocalType", "P", "R", "S",
-         "Shard", "V", "WEAK", "ZERO", "axis_types_marker", "gradient_type", "is_varying", "local_type",
-         "parse_axis_type", "shard_marker"),
-        "local_types",
-    ),
-    **dict.fromkeys(("SpmdType", "UNKNOWN", "parse"), "spmd_type"),
     **dict.fromkeys(
         ("Axis", "Spmd", "axis_of_hint", "markers_from_text", "spmd_type_from_metadata", "spmd_type_of_hint"),
         "annotations",
     ),
-    **dict.fromkeys(("PartitionSpec",), "partition_spec"),
-    **dict.fromkeys(("Fix", "Message", "RETURN_VALUE", "Violation", "argument_site"), "violations"),
-    **dict.fromkeys(
-        ("BUILTIN_SUM", "MODULE_OPS", "MODULE_PARAMETERS", "NONLINEAR", "OPERATOR_SYMBOLS", "OPS", "OpRule",
-         "Result", "TENSOR_PROPERTIES", "canonical_param", "display_name", "lookup", "method_name"),
-        "ops",
-    ),
-    **dict.fromkeys(
-        ("OpOutcome", "Operand", "apply_op", "check_fits", "check_group", "fits", "merge_paths", "paths_disagree"),
-        "join",
-    ),
+    **dict.fromkeys(("Code",), "codes"),
     **dict.fromkeys(
         ("CALLS", "CallOutcome", "CallSpec", "Endpoint", "NO_GRADIENT_REDUCTIONS", "Transition", "backward",
          "backward_route", "check_call", "check_call_on_axes", "cost", "effects", "endpoint_kind", "fix",
          "fixes_between", "flattened_axes", "kind_label", "primitive_transitions", "retargeted", "route", "type_arg"),
         "collectives",
     ),
-    **dict.fromkeys(("AUTOGRAD_FUNCTIONS", "check_backward"), "loss"),
-    **dict.fromkeys(("BIASED_PRODUCTS", "SUM_OPS", "summed_replicated_term", "sums_over_axis"), "summation"),
     **dict.fromkeys(
         ("EQUIVALENTS", "Equivalent", "FUNCTIONAL_OPS", "FlagVariant", "FunctionalOp", "GROUP_GETTERS", "IN_PLACE",
-         "InPlace", "PASS_THROUGH_OPS", "ROLES", "VERIFIED_AGAINST", "check_in_place"),
+         "InPlace", "PASS_THROUGH_OPS", "REEXPORTS", "ROLES", "VERIFIED_AGAINST", "check_in_place"),
         "ecosystem",
     ),
+    **dict.fromkeys(
+        ("OpOutcome", "Operand", "apply_op", "check_fits", "check_group", "fits", "merge_paths", "paths_disagree"),
+        "join",
+    ),
+    **dict.fromkeys(
+        ("Digit", "Reorder", "change", "digits_of", "dim_indices", "entry_of", "local_indices", "pattern"),
+        "layout",
+    ),
+    **dict.fromkeys(
+        ("AnnotationError", "AxisType", "AxisTypes", "Constant", "I", "LOCAL_TYPES", "LocalType", "P", "R", "S",
+         "Shard", "V", "WEAK", "ZERO", "axis_types_marker", "gradient_type", "is_varying", "local_type",
+         "parse_axis_type", "shard_marker"),
+        "local_types",
+    ),
+    **dict.fromkeys(("AUTOGRAD_FUNCTIONS", "check_backward",), "loss"),
+    **dict.fromkeys(
+        ("BUILTIN_SUM", "MODULE_OPS", "MODULE_PARAMETERS", "NONLINEAR", "OPERATOR_SYMBOLS", "OPS", "OpRule", "Result",
+         "TENSOR_PROPERTIES", "canonical_param", "display_name", "lookup", "method_name"),
+        "ops",
+    ),
+    **dict.fromkeys(
+        ("Entry", "Factor", "MeshAxes", "PartitionSpec", "all_specs", "dual", "global_shape", "mesh_axes",
+         "per_axis_types"),
+        "partition_spec",
+    ),
+    **dict.fromkeys(("Plan", "Step", "plan_redistribute", "plan_via_replicated",), "planner"),
+    **dict.fromkeys(
+        ("Broken", "LOST", "LayoutCall", "Moved", "NOT_KNOWN", "Outcome", "SHARD_RULES", "counted_like", "result_dim",
+         "same_dim"),
+        "shard_dims",
+    ),
+    **dict.fromkeys(("SpmdType", "UNKNOWN", "parse",), "spmd_type"),
+    **dict.fromkeys(("BIASED_PRODUCTS", "SUM_OPS", "summed_replicated_term", "sums_over_axis",), "summation"),
+    **dict.fromkeys(("Fix", "Message", "RETURN_VALUE", "Violation", "argument_site",), "violations"),
 }
 
 __all__ = sorted(_DEFINED_IN)

@@ -1,8 +1,8 @@
 """Collectives and casts: which ``src``/``dst`` each call accepts, and their backwards.
 
-The seeds' design lists every way to change a tensor's type on one mesh axis
-as a *primitive transition* ``call(src -> dst)`` together with the transition
-its backward performs.  The backward of ``src -> dst`` always goes from the
+Every way to change a tensor's type on one mesh axis is a *primitive
+transition* ``call(src -> dst)``, listed here with the transition its backward
+performs.  The backward of ``src -> dst`` always goes from the
 gradient type of ``dst`` to the gradient type of ``src``, so the table only has
 to say *which call* the backward is; :func:`backward` derives its types.
 
@@ -32,6 +32,7 @@ from spmd_types.typesystem.local_types import (
     gradient_type,
     is_varying,
 )
+from spmd_types.typesystem.shard_dims import same_dim
 from spmd_types.typesystem.spmd_type import SpmdType
 from spmd_types.typesystem.violations import Code, Fix, Violation
 
@@ -504,7 +505,8 @@ def _src_accepts(src: Endpoint, have: AxisType) -> bool:
     """Whether an input of type ``have`` on the axis matches the declared ``src``.
 
     ``V`` and ``S(i)`` match each other (a shard is a varying tensor); ``S(i)``
-    does not match ``S(j)``.  A ``V`` input matches ``src=P`` (a reduction
+    does not match ``S(j)`` where they name different dims (``S(-1)`` may be
+    ``S(2)``: that depends on the rank).  A ``V`` input matches ``src=P`` (a reduction
     takes it as its own partial sum); a shard does not: its pieces are parts of
     one tensor, to be gathered, and their sum means nothing.  Zero matches
     anything; other constants match every type but ``P``.
@@ -514,7 +516,7 @@ def _src_accepts(src: Endpoint, have: AxisType) -> bool:
     if have is WEAK:
         return src is not P
     if isinstance(src, Shard):
-        return have is V or have == src
+        return have is V or (isinstance(have, Shard) and same_dim(have.dim, src.dim) is not False)
     if src is V:
         return is_varying(have)
     if src is P:

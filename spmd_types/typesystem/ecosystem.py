@@ -32,7 +32,8 @@ from spmd_types.typesystem.local_types import AxisType, I, LocalType, P, R, Shar
 from spmd_types.typesystem.violations import Violation
 
 __all__ = [
-    "EQUIVALENTS", "FUNCTIONAL_OPS", "GROUP_GETTERS", "IN_PLACE", "PASS_THROUGH_OPS", "ROLES", "VERIFIED_AGAINST",
+    "EQUIVALENTS", "FUNCTIONAL_OPS", "GROUP_GETTERS", "IN_PLACE", "PASS_THROUGH_OPS", "REEXPORTS", "ROLES",
+    "VERIFIED_AGAINST",
     "Equivalent", "FlagVariant", "FunctionalOp", "InPlace", "check_in_place",
 ]
 
@@ -54,24 +55,35 @@ class FlagVariant:
 class Equivalent:
     """A library function that is ``call(tensor, axis, src=src, dst=dst)`` on its group's axis.
 
-    ``tensor`` and ``group`` name the library function's parameters that hold
-    the tensor and the process group; ``default_role`` is the group the
-    library uses when ``group`` is left out or ``None`` (``None``: the group
-    is required).  ``variant`` is a flag that selects another ``dst``.
+    ``parameters`` are the library function's parameters in order, so that a
+    call's positional arguments can be bound to them.  ``tensor`` and
+    ``group`` name the ones that hold the tensor and the process group;
+    ``default_role`` is the group the library uses when ``group`` is left out
+    or ``None`` (``None``: the group is required).  ``variant`` is a flag that
+    selects another ``dst``.  The other parameters have no counterpart in the
+    equivalent call: it is equivalent when they are left out.
+    ``reshapes_to_2d``: the library first reshapes its input to two dims,
+    ``[-1, last dim]`` (and so returns two dims); the equivalent call then
+    takes ``x.flatten(0, -2)``.
     """
 
     function: str
     call: str
     src: Endpoint
     dst: Endpoint
+    parameters: tuple[str, ...]
     tensor: str
     group: str
     default_role: str | None
     variant: FlagVariant | None = None
+    reshapes_to_2d: bool = False
 
     def __post_init__(self) -> None:
         if self.call not in CALLS:
             raise ValueError(f"{self.function}: {self.call} is not a collective or cast")
+        named = (self.tensor, self.group, *((self.variant.parameter,) if self.variant else ()))
+        if not set(named) <= set(self.parameters):
+            raise ValueError(f"{self.function}: {named} are not all among its parameters {self.parameters}")
         for dst in (self.dst, *((self.variant.dst_if_false,) if self.variant else ())):
             if route(self.call, self.src, dst) is None:
                 raise ValueError(f"{self.function}: {self.call} does not go from {self.src} to {dst}")
@@ -90,8 +102,10 @@ _MEGATRON_MAPPINGS: Final = "megatron.core.tensor_parallel.mappings"
 
 
 def _megatron(name: str, call: str, src: Endpoint, dst: Endpoint, variant: FlagVariant | None = None,
-              *, tensor: str = "input_", default_role: str | None = "tp") -> Equivalent:
-    return Equivalent(f"{_MEGATRON_MAPPINGS}.{name}", call, src, dst, tensor, "group", default_role, variant)
+              *, parameters: tuple[str, ...] = ("input_", "group"), default_role: str | None = "tp",
+              reshapes_to_2d: bool = False) -> Equivalent:
+    return Equivalent(f"{_MEGATRON_MAPPINGS}.{name}", call, src, dst, parameters, "input_", "group", default_role,
+                      variant, reshapes_to_2d)
 
 
 EQUIVALENTS: Final[dict[str, Equivalent]] = {
@@ -110,21 +124,33 @@ EQUIVALENTS: Final[dict[str, Equivalent]] = {
         # All-gather the sequence forward; backward reduce-scatter, or with
         # tensor_parallel_output_grad=False keep this rank's slice.
         _megatron("gather_from_sequence_parallel_region", "all_gather", Shard(0), R,
-                  FlagVariant("tensor_parallel_output_grad", I)),
+                  FlagVariant("tensor_parallel_output_grad", I),
+                  parameters=("input_", "tensor_parallel_output_grad", "group", "output_split_sizes",
+                              "use_global_buffer")),
         # Reduce-scatter along the sequence forward, all-gather backward.
-        _megatron("reduce_scatter_to_sequence_parallel_region", "reduce_scatter", P, Shard(0)),
+        _megatron("reduce_scatter_to_sequence_parallel_region", "reduce_scatter", P, Shard(0),
+                  parameters=("input_", "group", "input_split_sizes", "use_global_buffer")),
         # The same pair along the last dim.
         _megatron("all_gather_last_dim_from_tensor_parallel_region", "all_gather", Shard(-1), R),
         _megatron("reduce_scatter_last_dim_to_tensor_parallel_region", "reduce_scatter", P, Shard(-1)),
         # Chunk j of the first dim to rank j, received chunks concatenated in rank order (the
         # token exchange of mixture-of-experts layers); the group is required.
-        _megatron("all_to_all", "all_to_all", Shard(0), Shard(0), default_role=None),
+        _megatron("all_to_all", "all_to_all", Shard(0), Shard(0), default_role=None,
+                  parameters=("group", "input_", "output_split_sizes_", "input_split_sizes")),
         # [tokens/TP, H] to [tokens, H/TP], and back.
-        _megatron("all_to_all_sp2hp", "all_to_all", Shard(0), Shard(-1)),
-        _megatron("all_to_all_hp2sp", "all_to_all", Shard(-1), Shard(0)),
+        _megatron("all_to_all_sp2hp", "all_to_all", Shard(0), Shard(-1), reshapes_to_2d=True),
+        _megatron("all_to_all_hp2sp", "all_to_all", Shard(-1), Shard(0), reshapes_to_2d=True),
     )
 }
 """Each library function's equivalent, by the function's full name."""
+
+REEXPORTS: Final[dict[str, str]] = {"megatron.core.tensor_parallel": _MEGATRON_MAPPINGS}
+"""Packages that import all of a module's functions in :data:`EQUIVALENTS` into their own namespace, by package.
+
+``megatron.core.tensor_parallel.copy_to_tensor_model_parallel_region`` is the
+function of ``megatron.core.tensor_parallel.mappings``.  (mypy follows such
+imports itself; a source rewrite, which sees only names, reads them here.)
+"""
 
 GROUP_GETTERS: Final[dict[str, str]] = {
     "megatron.core.parallel_state.get_tensor_model_parallel_group": "tp",

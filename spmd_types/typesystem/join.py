@@ -28,7 +28,7 @@ whether a value of one type may stand where another is declared or written.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
@@ -47,6 +47,7 @@ from spmd_types.typesystem.local_types import (
     is_varying,
 )
 from spmd_types.typesystem.ops import OpRule, Result, canonical_param
+from spmd_types.typesystem.shard_dims import LayoutCall, result_dim, same_dim
 from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
 from spmd_types.typesystem.violations import Code, Fix, Violation
 
@@ -59,10 +60,15 @@ class Operand:
 
     A Python scalar is ``SpmdType(default=WEAK)`` (``ZERO`` for a literal 0).
     A sequence argument such as ``cat(tensors)`` gives one operand per element.
+    ``ndim`` and ``shape`` are its rank (0 for a Python number) and local
+    shape where known; they decide where a shard's dim goes (see
+    :mod:`~spmd_types.typesystem.shard_dims`).
     """
 
     param: str
     type: SpmdType
+    ndim: int | None = None
+    shape: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -119,13 +125,25 @@ def _roles(rule: OpRule, params: Sequence[str], passed: Collection[str]) -> _Rol
 
 
 def apply_op(
-    rule: OpRule, operands: Sequence[Operand], passed: Collection[str] = (), *, autograd: bool = True
+    rule: OpRule,
+    operands: Sequence[Operand],
+    passed: Collection[str] = (),
+    *,
+    autograd: bool = True,
+    op: str | None = None,
+    args: Mapping[str, object] | None = None,
 ) -> OpOutcome:
     """The result type of an op with rule ``rule`` applied to ``operands``.
 
     ``passed`` names the non-tensor arguments given explicitly (``rounding_mode``),
     which can make an op non-linear.  For in-place ops the result must also fit
     the type of the ``input`` operand, which it keeps.
+
+    Where the result varies on an axis on which operands are shards ``S(i)``,
+    the op's public name ``op`` and its non-tensor arguments ``args`` (see
+    :class:`~spmd_types.typesystem.shard_dims.LayoutCall`) say which dim the
+    result is sharded on; without them, or where the layout rules cannot
+    tell, the result is ``V``.
 
     Where no autograd runs (``autograd=False``: under ``torch.no_grad()``, in a
     custom autograd Function's ``forward`` and ``backward``) only the rules on
@@ -146,7 +164,10 @@ def apply_op(
     elif rule.result is Result.COPY and "data" not in params:
         result = SpmdType(default=WEAK)  # made from a Python value
     else:
-        result, violations = _join(_roles(rule, params, passed), joined)
+        roles = _roles(rule, params, passed)
+        result, violations = _join(roles, joined)
+        if op is not None:
+            result = _follow_shards(op, args or {}, roles, operands, result)
         if rule.result in (Result.DETACH, Result.COPY) or not autograd:
             result = _detached(result)
         elif rule.result is Result.TRAINABLE:
@@ -177,6 +198,38 @@ def _join(roles: _Roles, types: Sequence[SpmdType]) -> tuple[SpmdType, tuple[Vio
         if problem is None and isinstance(joined_default, Constant):
             default = joined_default
     return SpmdType(result, default), tuple(violations)
+
+
+def _follow_shards(
+    op: str, args: Mapping[str, object], roles: _Roles, operands: Sequence[Operand], result: SpmdType
+) -> SpmdType:
+    """``result`` with ``V`` made ``S(d)`` on each axis where the operands' shards say where dim ``d`` is.
+
+    An op that scrambles the sharded dim (``flatten`` making it an inner
+    factor) leaves per-rank data that is still correct to compute with (a
+    per-token loss over the flattened pieces), only not a shard: ``V``.
+    """
+    call: LayoutCall | None = None
+    for axis, kind in result.items():
+        if kind is not V:
+            continue
+        kinds = {k: operands[k].type.get(axis) for k in roles.members}
+        if any(t is V for t in kinds.values()):
+            continue  # per-rank data assembled in no known way
+        sharded = {k: t.dim for k, t in kinds.items() if isinstance(t, Shard)}
+        if not sharded:
+            continue
+        if call is None:
+            call = LayoutCall(args, tuple(o.param for o in operands), tuple(_rank(o) for o in operands),
+                              tuple(o.shape for o in operands))
+        dim = result_dim(op, sharded, call)
+        if isinstance(dim, int):
+            result = result.with_axis(axis, Shard(dim))
+    return result
+
+
+def _rank(operand: Operand) -> int | None:
+    return len(operand.shape) if operand.shape is not None else operand.ndim
 
 
 def _detached(t: SpmdType) -> SpmdType:
@@ -351,7 +404,9 @@ def fits(value: AxisType | None, declared: AxisType | None) -> bool:
     """Whether a value of type ``value`` may stand where ``declared`` is expected.
 
     Unknown on either side fits; so do equal types, ``V`` and ``S(i)`` either
-    way, zero anywhere, and weak constants anywhere but ``P``.
+    way, zero anywhere, and weak constants anywhere but ``P``.  ``S(i)`` and
+    ``S(j)`` fit when they may name the same dim: ``i == j``, or one counts
+    from the first dim and the other from the last (the rank decides).
     """
     if value is None or declared is None or value == declared or value is ZERO:
         return True
@@ -360,7 +415,7 @@ def fits(value: AxisType | None, declared: AxisType | None) -> bool:
     if isinstance(declared, Constant):
         return False
     if isinstance(value, Shard) and isinstance(declared, Shard):
-        return False
+        return same_dim(value.dim, declared.dim) is not False  # S(-1) and S(2): the same dim in a 3-D tensor
     return is_varying(value) and is_varying(declared)
 
 

@@ -84,7 +84,7 @@ class LocalType:
 
 
 R: Final = LocalType("R", "replicate")
-I: Final = LocalType("I", "invariant")  # noqa: E741 - the paper's name for the type
+I: Final = LocalType("I", "invariant")  # noqa: E741 - the type's name everywhere in the docs
 V: Final = LocalType("V", "varying")
 P: Final = LocalType("P", "partial")
 

@@ -99,6 +99,9 @@ def redistribute(
     out_dtype: torch.dtype | None = None,
     grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor: ...
+# Typed loosely: the checker does not follow partition specs yet, so the result is a plain Tensor
+# (unknown on every axis) and the argument any Tensor.
+def redistribute_spec(x: torch.Tensor, src: PartitionSpec, dst: PartitionSpec) -> torch.Tensor: ...
 def reinterpret(x: torch.Tensor, axis: _AxisLike, *, src: _Endpoint, dst: _Endpoint) -> torch.Tensor: ...
 def convert(
     x: torch.Tensor, axis: _AxisLike, *, src: _Endpoint, dst: _Endpoint, split_sizes: Sequence[int] | None = None

@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from .runner import campaign
+from tests.differential.runner import campaign
 
 
 def main(argv: list[str] | None = None) -> int:

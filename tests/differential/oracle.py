@@ -45,8 +45,7 @@ from examples.layout import ReplicasDiffer
 from examples.simulation import simulated_mesh
 from spmd_types import I, P, R, S, V
 from spmd_types.typesystem import SpmdType, gradient_type
-
-from .generator import LOCAL_SHAPE, MESHES, Branch, Collective, Declare, InPlace, Loop, Op, Program
+from tests.differential.generator import LOCAL_SHAPE, MESHES, Branch, Collective, Declare, InPlace, Loop, Op, Program
 
 Key = tuple[int | None, ...]  # per mesh axis: the rank's index on a per-rank axis, None on a whole one
 Ref = dict[Key, torch.Tensor]

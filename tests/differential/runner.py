@@ -17,10 +17,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.differential.generator import Program, generate
+from tests.differential.oracle import Outcome, run
 from tests.plugin.harness import ROOT, run_mypy
-
-from .generator import Program, generate
-from .oracle import Outcome, run
 
 CACHE = ROOT / ".mypy_cache" / "differential"
 CODE = re.compile(r"\[([\w-]+)\]$")

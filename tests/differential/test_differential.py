@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from . import runner
-from .generator import Collective, Loop, Op, Program, generate
-from .oracle import run
+from tests.differential import runner
+from tests.differential.generator import Collective, Loop, Op, Program, generate
+from tests.differential.oracle import run
 
 SEEDS = range(240)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .snippets import Sample, all_samples, check
+from tests.docs.snippets import Sample, all_samples, check
 
 
 @pytest.fixture(scope="session")

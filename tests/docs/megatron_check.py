@@ -8,8 +8,9 @@ output gradients ``gs``), and compared with our call run on simulated ranks
 under ``LocalTensorMode``: the forward outputs and the input gradients must
 agree on every rank.
 
-Run as a script (it initializes a fake process group, which is process-wide):
-``python tests/docs/megatron_check.py``; prints one line per mapping.
+Run as a script from the repository's root (it initializes a fake process
+group, which is process-wide): ``python -m tests.docs.megatron_check``; prints
+one line per mapping.
 """
 
 from __future__ import annotations
@@ -17,14 +18,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.distributed as dist
 from torch.distributed._local_tensor import LocalTensorMode
 from torch.distributed.device_mesh import init_device_mesh
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import spmd_types as spmd
 

@@ -1,5 +1,9 @@
 """Type-check the code samples of the documentation with mypy and the plugin.
 
+The samples are read where they are written by hand: the pages of ``docs/``
+and the topic pages of the API reference, in ``tools/docs/topics/`` (the rest
+of ``docs/reference/`` is generated and has none).
+
 A sample that the docs claim a checker result for is marked in the Markdown
 source by an HTML comment on the line before its fence (invisible on the site)::
 
@@ -19,7 +23,8 @@ check clean.  ``<!-- mypy: strict_axes=true; axes=dp, tp -->`` sets options:
 ``[mypy.plugins.spmd]``, anything else to ``[mypy]``, on top of the
 recommended configuration (see
 ``tests/plugin/harness.py``).  All samples with the same options are checked in
-one mypy run.
+one mypy run.  :func:`with_outputs` puts what mypy prints under each sample;
+``make generated-docs`` writes it into the pages.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from pathlib import Path
 from tests.plugin.harness import ROOT, config_text, run_mypy
 
 DOCS = ROOT / "docs"
+TOPICS = ROOT / "tools" / "docs" / "topics"
 PLUGIN_OPTIONS = frozenset({"axes", "strict_axes", "debug", "library_axes"})
 _MARKER = re.compile(r"^<!--\s*mypy(?::\s*(?P<options>.*?))?\s*-->\s*$")
 _FENCE = re.compile(r"^(```+)\s*(\w*)")
@@ -49,7 +55,7 @@ class Sample:
 
     @property
     def id(self) -> str:
-        return f"{self.page.relative_to(DOCS)}:{self.line}"
+        return f"{self.page.relative_to(ROOT)}:{self.line}"
 
     @property
     def codes(self) -> list[str]:
@@ -112,8 +118,14 @@ def samples(page: Path) -> list[Sample]:
     return found
 
 
+def pages() -> list[Path]:
+    """The Markdown pages written by hand, where the samples are."""
+    generated = DOCS / "reference"
+    return sorted(p for p in DOCS.rglob("*.md") if generated not in p.parents) + sorted(TOPICS.glob("*.md"))
+
+
 def all_samples() -> list[Sample]:
-    return [s for page in sorted(DOCS.rglob("*.md")) for s in samples(page)]
+    return [s for page in pages() for s in samples(page)]
 
 
 def check(found: list[Sample], workdir: Path = ROOT / ".mypy_cache" / "docs-samples") -> dict[Sample, list[str]]:
@@ -161,11 +173,12 @@ def _relative(path: Path) -> str:
         return str(path)
 
 
-def write_outputs(outputs: dict[Sample, list[str]]) -> None:
-    """Put mypy's real output under each sample in the pages (a ``text`` block; none when clean)."""
+def with_outputs(outputs: dict[Sample, list[str]]) -> dict[Path, str]:
+    """The pages of the samples with mypy's real output under each (a ``text`` block; none when clean)."""
     by_page: dict[Path, list[Sample]] = defaultdict(list)
     for sample in outputs:
         by_page[sample.page].append(sample)
+    out = {}
     for page, found in by_page.items():
         lines = page.read_text().splitlines()
         for sample in sorted(found, key=lambda s: s.line, reverse=True):  # bottom up: line numbers stay valid
@@ -178,18 +191,15 @@ def write_outputs(outputs: dict[Sample, list[str]]) -> None:
                 del lines[after:end]
             block = ["", "```text", *outputs[sample], "```"] if outputs[sample] else []
             lines[after:after] = block
-        page.write_text("\n".join(lines) + "\n")
+        out[page] = "\n".join(lines) + "\n"
+    return out
 
 
 if __name__ == "__main__":
-    # python -m tests.docs.snippets [--write] [FILTER...]: show (or write into the pages) mypy's output.
+    # python -m tests.docs.snippets [FILTER...]: show mypy's output for the samples whose id contains a FILTER.
     import sys
 
-    args = [a for a in sys.argv[1:] if a != "--write"]
-    chosen = [s for s in all_samples() if not args or any(a in s.id for a in args)]
-    outputs = check(chosen)
-    if "--write" in sys.argv:
-        write_outputs(outputs)
-    for sample, lines in outputs.items():
+    chosen = [s for s in all_samples() if not sys.argv[1:] or any(a in s.id for a in sys.argv[1:])]
+    for sample, lines in check(chosen).items():
         print(f"--- {sample.id} ({sample.heading})")
         print("\n".join(lines) if lines else "(clean)")

@@ -11,11 +11,11 @@ import io
 from pathlib import Path
 
 import pytest
-from example_catalog import EXAMPLES, ROOT, buggy_twins, correct_examples, source
 from mypy import modulefinder
 from mypy.options import Options
 
 from spmd_mypy import cli, recommended
+from tests.examples.example_catalog import EXAMPLES, ROOT, buggy_twins, correct_examples, source
 from tests.plugin.harness import CaseFile
 
 BUGGY = '''\

@@ -16,7 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from example_catalog import buggy_twins, correct_examples  # noqa: E402
+from tests.examples.example_catalog import buggy_twins, correct_examples  # noqa: E402
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -12,8 +12,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-from example_catalog import EXAMPLES, buggy_twins, correct_examples, source
 
+from tests.examples.example_catalog import EXAMPLES, buggy_twins, correct_examples, source
 from tests.plugin.harness import CaseFile, Reported, config_text, mismatches, run_mypy
 
 FILES = sorted(EXAMPLES.rglob("*.py"))

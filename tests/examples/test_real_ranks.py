@@ -24,12 +24,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
-from example_catalog import ROOT, buggy_twins, correct_examples  # noqa: E402
 
 from examples.comparison import ModuleExample  # noqa: E402
 from examples.real_ranks import mesh_sizes, real_mesh  # noqa: E402
 from spmd_types import I, P, R, S, V  # noqa: E402
 from spmd_types.typesystem import SpmdType  # noqa: E402
+from tests.examples.example_catalog import ROOT, buggy_twins, correct_examples  # noqa: E402
 from tests.forked_gloo import run_forked  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not dist.is_gloo_available(), reason="this torch has no gloo backend")

@@ -1,6 +1,7 @@
-"""The built wheel is what a user installs: it must carry the stubs and the
-``spmd-check`` command (which prints the recommended configuration), and work
-away from this checkout, with or without mypy installed."""
+"""The built wheel is what a user installs: it must carry the stubs, the
+``spmd-check`` command (which prints the recommended configuration) and the
+``spmd-annotate`` and ``spmd-migrate`` codemods, and work away from this
+checkout, with or without mypy installed."""
 
 from __future__ import annotations
 
@@ -49,8 +50,11 @@ def test_the_wheel_carries_stubs_and_command(wheel: Path) -> None:
         entry_points = next(archive.read(n).decode() for n in names if n.endswith("entry_points.txt"))
     assert {"spmd_types-stubs/__init__.pyi", "spmd_types-stubs/py.typed", "spmd_types/py.typed",
             "spmd_mypy/py.typed", "spmd_types/typesystem/ops.py", "megatron-stubs/py.typed",
-            "megatron-stubs/core/tensor_parallel/mappings.pyi", "megatron-stubs/core/parallel_state.pyi"} <= names
+            "megatron-stubs/core/tensor_parallel/mappings.pyi", "megatron-stubs/core/parallel_state.pyi",
+            "spmd_types/codemods/annotate.py", "spmd_types/codemods/migrate.py"} <= names
     assert "spmd-check = spmd_mypy.cli:main" in entry_points
+    assert "spmd-annotate = spmd_types.codemods.annotate:main" in entry_points
+    assert "spmd-migrate = spmd_types.codemods.migrate:main" in entry_points
 
 
 @pytest.fixture(scope="module")

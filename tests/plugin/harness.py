@@ -9,7 +9,10 @@ report for that line::
 
 ``# E: [code] text`` expects an error with that code whose message contains
 ``text`` (the text is optional); a line may carry several.  ``# N: text``
-expects a note containing ``text``.  ``# OK`` documents an accepted line.
+expects a note containing ``text``.  ``# OK`` marks a line that mypy checks
+and accepts: it must get no error, carry no other expectation, and lie in
+code that mypy type-checks, not in the body of a function without annotations
+(which mypy skips: none of the configurations sets ``check_untyped_defs``).
 Every error must be expected: an unexpected error anywhere fails the case.
 
 All case files of one configuration are checked in a single mypy run, so
@@ -20,6 +23,7 @@ test adds.
 
 from __future__ import annotations
 
+import ast
 import configparser
 import io
 import os
@@ -57,12 +61,14 @@ class Reported:
 class CaseFile:
     path: Path
     expected: dict[int, list[Expected]] = field(default_factory=dict)
-    accepted: set[int] = field(default_factory=set)
+    accepted: set[int] = field(default_factory=set)  # the lines marked ``# OK``
+    unchecked: set[int] = field(default_factory=set)  # the lines mypy does not type-check
 
     @classmethod
     def read(cls, path: Path) -> CaseFile:
-        case = cls(path)
-        for number, line in enumerate(path.read_text().splitlines(), start=1):
+        source = path.read_text()
+        case = cls(path, unchecked=_in_untyped_functions(ast.parse(source)))
+        for number, line in enumerate(source.splitlines(), start=1):
             comment = line.partition("#")[2] if "#" in line else ""
             if re.search(r"#\s*OK\b", line):
                 case.accepted.add(number)
@@ -74,8 +80,23 @@ class CaseFile:
 
     @property
     def checks(self) -> int:
-        """How many accept and reject cases the file states."""
+        """How many accept and reject cases the file states (:func:`mismatches` checks each)."""
         return len(self.accepted) + sum(len(v) for v in self.expected.values())
+
+
+def _in_untyped_functions(tree: ast.Module) -> set[int]:
+    """The lines whose innermost enclosing function has no annotation at all: mypy does not check them."""
+    functions = [node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    typed: dict[int, bool] = {}
+    for function in sorted(functions, key=lambda f: f.lineno):  # a nested function overrides the one around it
+        arguments = function.args
+        annotated = function.returns is not None or any(
+            a.annotation is not None
+            for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
+            if a is not None)
+        typed.update(dict.fromkeys(range(function.body[0].lineno, (function.end_lineno or function.lineno) + 1),
+                                   annotated))
+    return {line for line, is_typed in typed.items() if not is_typed}
 
 
 def config_text(
@@ -116,6 +137,12 @@ def run_mypy(files: list[Path], config: Path, cache_dir: Path) -> tuple[dict[Pat
 def mismatches(case: CaseFile, reported: dict[int, list[Reported]]) -> list[str]:
     """What differs between a case file's expectations and what mypy reported."""
     problems = []
+    for line in sorted(case.accepted):
+        if line in case.expected:
+            problems.append(f"line {line}: marked OK, and also expects an error or a note")
+        if line in case.unchecked:
+            problems.append(f"line {line}: marked OK, but mypy does not check it: the function around it has no "
+                            f"annotations")
     for line in sorted(set(case.expected) | set(reported)):
         wanted = list(case.expected.get(line, []))
         got = [r for r in reported.get(line, []) if r.kind == "error" or any(w.kind == "note" for w in wanted)]
@@ -129,5 +156,6 @@ def mismatches(case: CaseFile, reported: dict[int, list[Reported]]) -> list[str]
                 got.remove(match)
         for extra in got:
             if extra.kind == "error":
-                problems.append(f"line {line}: unexpected error [{extra.code}] {extra.message}")
+                marked = "marked OK, but mypy reports" if line in case.accepted else "unexpected error"
+                problems.append(f"line {line}: {marked} [{extra.code}] {extra.message}")
     return problems

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import ROOT, CaseFile, config_text, mismatches, run_mypy
+from tests.plugin.harness import ROOT, CaseFile, Reported, config_text, mismatches, run_mypy
 
 HERE = Path(__file__).parent
 # Each suite: a directory of case files, and the options it runs with on top of mypy.ini.example.
@@ -47,6 +47,28 @@ def test_case_file(reports, suite: str, path: Path) -> None:
     case = CaseFile.read(path)
     problems = mismatches(case, reports[suite].get(path.resolve(), {}))
     assert not problems, "\n".join(problems)
+
+
+def test_an_ok_marker_is_checked(tmp_path: Path) -> None:
+    """``# OK`` fails on an error, on another expectation, and in a function mypy does not check."""
+    path = tmp_path / "case.py"
+    path.write_text("def typed(x: int) -> int:\n"
+                    "    return x  # OK\n"
+                    "\n"
+                    "\n"
+                    "def untyped(x):\n"
+                    "    return x  # OK\n"
+                    "\n"
+                    "\n"
+                    "y = 1  # OK  # E: [misc]\n")
+    case = CaseFile.read(path)
+    assert case.accepted == {2, 6, 9} and case.checks == 4
+    assert mismatches(case, {9: [Reported("error", "misc", "boom")]}) == [
+        "line 6: marked OK, but mypy does not check it: the function around it has no annotations",
+        "line 9: marked OK, and also expects an error or a note",
+    ]
+    reported = {2: [Reported("error", "misc", "boom")], 9: [Reported("error", "misc", "boom")]}
+    assert "line 2: marked OK, but mypy reports [misc] boom" in mismatches(case, reported)
 
 
 def test_enough_cases() -> None:

@@ -17,8 +17,8 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from .harness import SUBPROCESS_ENV, config_text
-from .program_generator import generate
+from tests.plugin.harness import SUBPROCESS_ENV, config_text
+from tests.plugin.program_generator import generate
 
 SEEDS = range(7)  # each a package of four modules; about 180 plugin diagnostics in all
 LINE = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): error: (?P<message>.*)  \[(?P<code>spmd-[\w-]+)\]$")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .harness import ROOT, SUBPROCESS_ENV, config_text
+from tests.plugin.harness import ROOT, SUBPROCESS_ENV, config_text
 
 # A partial sum plus a replicated term (spmd-partial) and I mixed with V (spmd-mix), in each module.
 BUGS = textwrap.dedent("""

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .harness import ROOT, SUBPROCESS_ENV, config_text
+from tests.plugin.harness import ROOT, SUBPROCESS_ENV, config_text
 
 LAYER = """
 from typing import Annotated

@@ -12,8 +12,7 @@ import pytest
 
 from spmd_mypy import cli, recommended
 from spmd_mypy.plugin import WITHOUT_REDEFINITION_NOTE
-
-from .harness import ROOT, SUBPROCESS_ENV
+from tests.plugin.harness import ROOT, SUBPROCESS_ENV
 
 if sys.version_info >= (3, 11):
     import tomllib

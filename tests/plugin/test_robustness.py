@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mypy import api
 
-from .harness import ROOT, SUBPROCESS_ENV, config_text
+from tests.plugin.harness import ROOT, SUBPROCESS_ENV, config_text
 
 TORCH = Path(__import__("torch").__file__).parent
 

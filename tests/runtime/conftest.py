@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +23,6 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh  # noqa: 
 
 from tests.forked_gloo import run_forked  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(__file__))
-
 MESH_SHAPES = {2: (1, 2), 4: (2, 2), 8: (2, 4)}
 
 
@@ -36,7 +32,7 @@ class Sim:
     mesh: DeviceMesh
 
     def groups(self, axis: str) -> list[list[int]]:
-        from runtime_oracle import axis_groups
+        from tests.runtime.runtime_oracle import axis_groups
 
         return axis_groups(self.mesh, axis)
 

@@ -141,7 +141,7 @@ def _sum(xs: Sequence[torch.Tensor]) -> torch.Tensor:
 
 
 def _redistribute_as(src: Any, dst: Any) -> str:
-    """Which call redistribute means, read from the spec (not from the runtime)."""
+    """Which call redistribute means, written out here independently of the rule core and the runtime."""
     varying = lambda t: t is V or isinstance(t, Shard)  # noqa: E731
     if src == dst or (varying(src) and varying(dst) and not (isinstance(src, Shard) and isinstance(dst, Shard))):
         return "identity"

@@ -22,12 +22,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
-from recording import Recorder, expected_calls  # noqa: E402
-from runtime_oracle import Case, axis_groups, prepare, run_simulated, table_cases  # noqa: E402
 
 import spmd_types as spmd  # noqa: E402
 from spmd_types import P, R, S, V  # noqa: E402
 from spmd_types._errors import SpmdValueError  # noqa: E402
+from tests.runtime.recording import Recorder, expected_calls  # noqa: E402
+from tests.runtime.runtime_oracle import Case, axis_groups, prepare, run_simulated, table_cases  # noqa: E402
 
 CASES = table_cases()
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,7 +73,7 @@ def test_every_case_goes_through_the_backend(sim8, recorder: Recorder, case: Cas
 
 def test_results_are_those_of_torch_distributed(sim8, recorder: Recorder) -> None:
     """The recorder changes nothing: one case per call checked against the oracle."""
-    from runtime_oracle import check
+    from tests.runtime.runtime_oracle import check
 
     done = set()
     for case in CASES:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 torch = pytest.importorskip("torch")
-from runtime_oracle import Case, expected, local_values, noncontiguous, prepare, table_cases  # noqa: E402
 from torch.distributed._local_tensor import LocalTensorMode  # noqa: E402
 
 import spmd_types as spmd  # noqa: E402
 from spmd_types import I, P, R, S, V  # noqa: E402
+from tests.runtime.runtime_oracle import Case, expected, local_values, noncontiguous, prepare, table_cases  # noqa: E402
 
 CASES = table_cases()
 
@@ -117,7 +117,7 @@ def test_ppermute_ring_and_partial(sim8) -> None:
 )
 def test_non_contiguous_inputs_give_the_contiguous_results(sim8, case: Case) -> None:
     """Same values in transposed strides: same outputs and gradients, bit for bit."""
-    from runtime_oracle import run_simulated
+    from tests.runtime.runtime_oracle import run_simulated
 
     results = []
     for layout in (lambda t: t.clone(), noncontiguous):

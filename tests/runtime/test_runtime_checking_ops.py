@@ -12,6 +12,7 @@ import copy
 import os
 import subprocess
 import sys
+from typing import Annotated
 
 import pytest
 
@@ -227,3 +228,38 @@ def test_the_environment_variable_switches_checking_on_for_the_process_or_off_ev
     done = subprocess.run([sys.executable, "-c", _PROGRAM], capture_output=True, text=True, check=True,
                           env={**os.environ, "SPMD_TYPES_CHECK": setting})
     assert done.stdout.strip() == printed
+
+
+def test_a_shard_follows_its_dim() -> None:
+    with spmd.runtime_checking() as tracker:
+        x = typed(S["tp", 0], R["dp"], shape=(4, 3, 2))
+        assert tracker.type_of(x.transpose(0, 1)) == parse("dp:R, tp:S(1)")
+        assert tracker.type_of(x.permute(2, 0, 1)) == parse("dp:R, tp:S(1)")
+        assert tracker.type_of(x.T) == parse("dp:R, tp:S(2)")
+        assert tracker.type_of(x[:, None]) == parse("dp:R, tp:S(0)")
+        assert tracker.type_of(x[None, 0]) == parse("dp:R, tp:V")  # picks rank-local rows
+        assert tracker.type_of(x.reshape(-1, 2)) == parse("dp:R, tp:S(0)")  # the outer factor of the merge
+        assert tracker.type_of(x.view(4, 6)) == parse("dp:R, tp:S(0)")
+        assert tracker.type_of(x.flatten(1)) == parse("dp:R, tp:S(0)")
+        assert tracker.type_of(x.sum(-1) * 2.0) == parse("dp:R, tp:S(0)")
+        assert tracker.type_of(torch.einsum("abc,cd->dab", x, typed(R["tp"], R["dp"], shape=(2, 5)))) == parse(
+            "dp:R, tp:S(1)")
+        y = typed(S["tp", 1], shape=(4, 3, 2))
+        assert tracker.type_of(y.flatten(0, 1)) == parse("tp:V")  # an inner factor: per-rank data, not a shard
+
+
+def test_a_shard_on_another_dim_does_not_fit_the_declaration() -> None:
+    @spmd.checked
+    def rows(x: Annotated[torch.Tensor, S["tp", 0]]) -> Annotated[torch.Tensor, S["tp", 0]]:
+        return x.transpose(0, 1)
+
+    @spmd.checked
+    def last(x: Annotated[torch.Tensor, S["tp", -1]]) -> Annotated[torch.Tensor, S["tp", 2]]:
+        return x  # the same dim of a 3-D tensor, written two ways
+
+    with spmd.runtime_checking():
+        last(typed(S["tp", 2], shape=(2, 3, 4)))
+        with pytest.raises(spmd.SpmdTypeCheckError) as caught:
+            rows(typed(S["tp", 0], shape=(4, 3)))
+    assert caught.value.code == "spmd-boundary"
+    assert "expected S(0), got S(1)" in str(caught.value)

@@ -19,7 +19,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import spmd_types as spmd  # noqa: E402
-from spmd_types.typesystem import EQUIVALENTS, Equivalent  # noqa: E402
+from spmd_types.typesystem import (  # noqa: E402
+    EQUIVALENTS,
+    REEXPORTS,
+    Equivalent,
+)
 
 AXIS = "tp"
 
@@ -83,13 +87,23 @@ def test_library_function_matches_its_equivalent(gloo, world: int, index: int, f
 
 @pytest.mark.parametrize("equivalent", list(EQUIVALENTS.values()), ids=lambda e: e.name)
 def test_the_table_names_the_library_parameters(equivalent: Equivalent) -> None:
-    """The parameters the table reads (tensor, group, flag) are the library function's own."""
+    """The table's parameter list, and the ones it reads (tensor, group, flag), are the library function's own."""
     import inspect
 
     pytest.importorskip("megatron.core.tensor_parallel.mappings", reason="megatron-core is installed by make setup")
     parameters = inspect.signature(_library_function(equivalent)).parameters
-    assert equivalent.tensor in parameters and equivalent.group in parameters
+    assert tuple(parameters) == equivalent.parameters
     group_default = parameters[equivalent.group].default
     assert (group_default is None) == (equivalent.default_role is not None)
     if equivalent.variant is not None:
         assert parameters[equivalent.variant.parameter].default is True
+
+
+@pytest.mark.parametrize(("package", "module"), list(REEXPORTS.items()))
+def test_reexporting_packages_hold_the_same_functions(package: str, module: str) -> None:
+    """``megatron.core.tensor_parallel.copy_to_...`` is the function of ``...mappings``, as the table says."""
+    pytest.importorskip(module, reason="megatron-core is installed by make setup")
+    functions = [e for e in EQUIVALENTS.values() if e.function.rpartition(".")[0] == module]
+    assert functions
+    for equivalent in functions:
+        assert getattr(__import__(package, fromlist=[equivalent.name]), equivalent.name) is _library_function(equivalent)

@@ -15,10 +15,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
-from runtime_oracle import Trial, axis_groups, check, prepare, table_cases  # noqa: E402
 
 import spmd_types as spmd  # noqa: E402
 from spmd_types.typesystem import CALLS  # noqa: E402
+from tests.runtime.runtime_oracle import Trial, axis_groups, check, prepare, table_cases  # noqa: E402
 
 CASES = table_cases()
 

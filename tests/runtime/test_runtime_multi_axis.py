@@ -27,12 +27,12 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")
-from runtime_oracle import Case, check, prepare, run_simulated, table_cases  # noqa: E402
 from torch.distributed.device_mesh import init_device_mesh  # noqa: E402
 
 import spmd_types as spmd  # noqa: E402
 from spmd_types import I, P, R, S, V  # noqa: E402
 from spmd_types._errors import NoCurrentMeshError, UnknownAxisError  # noqa: E402
+from tests.runtime.runtime_oracle import Case, check, prepare, run_simulated, table_cases  # noqa: E402
 
 AXES = [("dp", "tp"), ("pp", "tp"), ("pp", "dp", "tp")]
 CASES = [c for c in table_cases() if c.call != "ppermute"]

@@ -30,11 +30,10 @@ from typing import Any
 import pytest
 
 torch = pytest.importorskip("torch")
-from recording import Recorder, expected_calls  # noqa: E402
-
 import spmd_types as spmd  # noqa: E402
 from spmd_types import I, P, R, S, V  # noqa: E402
 from spmd_types._errors import CollectiveArgumentError  # noqa: E402
+from tests.runtime.recording import Recorder, expected_calls  # noqa: E402
 
 BF16, F32, F64 = torch.bfloat16, torch.float32, torch.float64
 # Unit roundoff (round to nearest) of each dtype.

@@ -15,9 +15,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from runtime_oracle import Case, check, prepare, run_simulated, table_cases  # noqa: E402
-
 from spmd_types.typesystem import CALLS, endpoint_kind  # noqa: E402
+from tests.runtime.runtime_oracle import Case, check, prepare, run_simulated, table_cases  # noqa: E402
 
 CASES = table_cases()
 

@@ -11,9 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from runtime_oracle import Case, check, prepare, run_simulated  # noqa: E402
-
 from spmd_types import I, P, R, S, V  # noqa: E402
+from tests.runtime.runtime_oracle import Case, check, prepare, run_simulated  # noqa: E402
 
 
 def _cases(n: int) -> list[Case]:

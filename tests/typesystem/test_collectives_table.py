@@ -1,4 +1,4 @@
-"""The collective and cast table against the design's tables, duality, and call checks."""
+"""The collective and cast table against tables written out by hand, duality, and call checks."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ from spmd_types.typesystem.collectives import (
 )
 from spmd_types.typesystem.local_types import gradient_type
 
-# "Comms by forwards-backwards" in seeds/DESIGN.md, transcribed row by row.
-DESIGN_FORWARD_BACKWARD = [
+# Every primitive transition without a shard and the transition its backward performs, written out by hand.
+FORWARD_BACKWARD = [
     (("reinterpret", R, I), ("convert", I, P)),
     (("reinterpret", R, V), ("reinterpret", V, P)),
     (("convert", R, V), ("convert", V, P)),
@@ -64,15 +64,15 @@ SHARD_FORWARD_BACKWARD = [
 ]
 
 
-@pytest.mark.parametrize(("fwd", "bwd"), DESIGN_FORWARD_BACKWARD + SHARD_FORWARD_BACKWARD, ids=str)
-def test_backward_matches_design_table(fwd, bwd):
+@pytest.mark.parametrize(("fwd", "bwd"), FORWARD_BACKWARD + SHARD_FORWARD_BACKWARD, ids=str)
+def test_backward_matches_the_table_written_out(fwd, bwd):
     assert backward(Transition(*fwd)) == Transition(*bwd)
 
 
-def test_every_design_row_is_a_primitive_and_nothing_else_is():
-    design = {Transition(*fwd) for fwd, _ in DESIGN_FORWARD_BACKWARD}
+def test_every_written_out_row_is_a_primitive_and_nothing_else_is():
+    written = {Transition(*fwd) for fwd, _ in FORWARD_BACKWARD}
     unsharded = {t for t in primitive_transitions(()) if t.call != "ppermute"}
-    assert unsharded == design
+    assert unsharded == written
 
 
 @pytest.mark.parametrize("t", primitive_transitions((0, 1, -1)), ids=str)
@@ -86,7 +86,7 @@ def test_backward_maps_gradient_types(t):
     assert (b.src, b.dst) == (gradient_type(t.dst), gradient_type(t.src))
 
 
-# "Comms by state transition" in seeds/DESIGN.md plus SPEC §2.2: which call reaches which type.
+# Which call reaches which type, written out by hand.
 ENDPOINTS = [R, I, V, P, S(0), S(1)]
 ALLOWED = {
     "all_reduce": {(P, R), (P, I), (V, R), (V, I)},

@@ -1,6 +1,6 @@
 """The join rules are correct: a denotational check on simulated ranks.
 
-Semantics (seeds/DESIGN.md).  On one mesh axis of ``N`` ranks a value is a
+Semantics (docs/type-system.md).  On one mesh axis of ``N`` ranks a value is a
 list of per-rank tensors, and its type says what the list *denotes*:
 
 * ``R`` and ``I``: the ranks hold equal tensors; the value is that tensor;
@@ -23,8 +23,8 @@ it rejects must fail *all four* claims ``R``, ``I``, ``V``, ``P``: no type
 could have made it right, so the rejection is never a false alarm.  (Rejected
 combinations with a zero operand are skipped: ``lerp(a, b, 0)`` is ``a``
 whatever ``b`` is, so a zero can hide the term that makes the op wrong.)  This
-turns the design's "TODO: prove that these rules are correct" into a test,
-for a representative op of every linearity class.
+tests that the rules are correct, for a representative op of every linearity
+class.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Exhaustive join tables: every combination of 1 to 3 operand types per linearity class.
 
-The expected results come from :func:`spec_row`, a second, deliberately
-different formulation that follows the rows of SPEC §2.1 one by one (counting
+The expected results come from :func:`rule_by_rule`, a second, deliberately
+different formulation that states the join one rule at a time (counting
 operand kinds rather than walking products as the core does).  Every
 combination of R, I, V, P, S(0), weak, zero and unknown is checked under each
 class, on one axis; a separate test checks that axes are independent.
@@ -75,8 +75,8 @@ def _classes() -> list[LinearityClass]:
 CLASSES = _classes()
 
 
-def spec_row(cls: LinearityClass, kinds: tuple) -> object:
-    """The SPEC §2.1 table, row by row. Returns a type, None (unknown), or an error Code."""
+def rule_by_rule(cls: LinearityClass, kinds: tuple) -> object:
+    """The join, one rule at a time (each quoted). Returns a type, None (unknown), or an error Code."""
     if any(k is None for k in kinds):
         # "any operand unknown on that axis: unknown (no error)", except that a pending sum where the
         # op is not linear is wrong whatever the other operands are.
@@ -139,7 +139,7 @@ def _operand(param: str, kind) -> Operand:
 @pytest.mark.parametrize(("cls", "kinds"), CASES)
 def test_join_table(cls, kinds):
     outcome = apply_op(cls.rule, [_operand(p, k) for p, k in zip(cls.params, kinds)])
-    expected = spec_row(cls, kinds)
+    expected = rule_by_rule(cls, kinds)
     if isinstance(expected, Code):
         assert [v.code for v in outcome.violations] == [expected]
         assert outcome.violations[0].axis == "tp"

@@ -1,4 +1,4 @@
-"""Our own code passes ``mypy --strict``: the rule core, the runtime and the plugin (see ``[tool.mypy]``)."""
+"""Our own code passes ``mypy --strict``: the rule core, the runtime, the plugin and the docs tools (see ``[tool.mypy]``)."""
 
 from __future__ import annotations
 

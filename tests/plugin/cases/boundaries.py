@@ -1,4 +1,4 @@
-"""SPEC 3: declarations are where types enter; boundaries are exact per axis."""
+"""Declarations are where types enter; at a boundary the type must be exactly the declared one, axis by axis."""
 from typing import Annotated, Any, Optional
 
 import torch

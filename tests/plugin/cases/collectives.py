@@ -1,4 +1,4 @@
-"""SPEC 2.2: collectives and casts, src/dst checks, the axis, the result type."""
+"""Collectives and casts (docs/type-system.md): src/dst checks, the axis, the result type."""
 from typing import Annotated, Final
 
 import torch

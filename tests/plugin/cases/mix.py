@@ -1,4 +1,4 @@
-"""SPEC 2.1: I does not mix with R, V or P; P does not mix with V."""
+"""The join of ordinary ops (docs/type-system.md): I does not mix with R, V or P; P does not mix with V."""
 from typing import Annotated
 
 import torch

@@ -1,4 +1,4 @@
-"""SPEC 2.1, linear ops: P flows through sums, views and copies when every summand is P."""
+"""Linear ops (docs/type-system.md): P flows through sums, views and copies when every summand is P."""
 from typing import Annotated
 
 import torch

@@ -1,4 +1,4 @@
-"""SPEC 2.1, multilinear ops: exactly one P factor, the others R or constants."""
+"""Multilinear ops (docs/type-system.md): exactly one P factor, the others R or constants."""
 from typing import Annotated
 
 import torch

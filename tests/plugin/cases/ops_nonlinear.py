@@ -1,4 +1,4 @@
-"""SPEC 2.1, non-linear ops, and ops missing from the op table, reject P."""
+"""Non-linear ops, and ops missing from the op table (docs/type-system.md), reject P."""
 from typing import Annotated
 
 import torch

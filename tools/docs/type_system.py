@@ -1,30 +1,47 @@
-"""Render the rules as Markdown tables, for the documentation.
+"""The tables of ``docs/type-system.md``, computed from the rule core.
 
-Every table is computed from the core (the join is *evaluated*, not
-transcribed), so the docs cannot drift from the rules.  A document marks each
-generated region with ``<!-- BEGIN GENERATED: name -->`` and
-``<!-- END GENERATED: name -->``; :func:`update` rewrites those regions::
-
-    python -m spmd_types.typesystem.tables docs/type-system.md          # rewrite
-    python -m spmd_types.typesystem.tables docs/type-system.md --check  # exit 1 if stale
+Every table is computed (the join is *evaluated*, not transcribed), so the page
+cannot drift from the rules.  The page marks each table with
+``<!-- BEGIN GENERATED: name -->`` and ``<!-- END GENERATED: name -->``;
+:func:`update` re-renders those regions and leaves the prose around them alone.
 """
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
-from spmd_types.typesystem.collectives import CALLS, Endpoint, backward, primitive_transitions, route
-from spmd_types.typesystem.join import Operand, apply_op
-from spmd_types.typesystem.local_types import WEAK, ZERO, AxisType, Constant, I, P, R, S, V, gradient_type
-from spmd_types.typesystem.ops import OPS, OpRule, Result
-from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
-from spmd_types.typesystem.violations import Code
+from spmd_types.typesystem import (
+    CALLS,
+    OPS,
+    UNKNOWN,
+    WEAK,
+    ZERO,
+    AxisType,
+    Code,
+    Constant,
+    Endpoint,
+    I,
+    Operand,
+    OpRule,
+    P,
+    R,
+    Result,
+    SpmdType,
+    V,
+    apply_op,
+    backward,
+    gradient_type,
+    primitive_transitions,
+    route,
+)
+from tools.docs import ROOT
+from tools.docs.calls import ENDPOINTS, label, rows, spell
 
-__all__ = ["TABLES", "render", "update"]
+__all__ = ["DOC", "TABLES", "render", "update"]
+
+DOC = ROOT / "docs" / "type-system.md"
 
 _OPERANDS: tuple[AxisType | None, ...] = (R, I, V, P, WEAK, ZERO, None)
 
@@ -112,9 +129,6 @@ def op_table() -> str:
     return "\n".join(lines)
 
 
-_ENDPOINTS = (R, I, V, P, S(0))
-
-
 def _direct(call: str, src: Endpoint, dst: Endpoint) -> bool:
     """Whether ``call`` goes from ``src`` to ``dst`` without first taking a V input as partial."""
     steps = route(call, src, dst)
@@ -124,20 +138,16 @@ def _direct(call: str, src: Endpoint, dst: Endpoint) -> bool:
 
 
 def transition_matrix() -> str:
-    """Which calls go from each type to each other type (the design's state table)."""
-    lines = ["| src \\ dst | " + " | ".join(e.code.replace("(0)", "(i)") for e in _ENDPOINTS) + " |",
-             "|" + "---|" * (len(_ENDPOINTS) + 1)]
-    for src in _ENDPOINTS:
+    """Which calls go from each type to each other type."""
+    lines = ["| src \\ dst | " + " | ".join(label(e) for e in ENDPOINTS) + " |",
+             "|" + "---|" * (len(ENDPOINTS) + 1)]
+    for src in ENDPOINTS:
         cells = []
-        for dst in _ENDPOINTS:
+        for dst in ENDPOINTS:
             calls = [c for c in CALLS if c != "redistribute" and _direct(c, src, dst)]
             cells.append(", ".join(f"`{c}`" for c in calls) or ("—" if src == dst else ""))
-        lines.append(f"| **{src.code.replace('(0)', '(i)')}** | " + " | ".join(cells) + " |")
+        lines.append(f"| **{label(src)}** | " + " | ".join(cells) + " |")
     return "\n".join(lines)
-
-
-def _spell(t: object) -> str:
-    return str(t).replace("->", "→")
 
 
 def forward_backward() -> str:
@@ -145,36 +155,27 @@ def forward_backward() -> str:
     lines = ["| forward | does | backward | does |", "|---|---|---|---|"]
     for t in primitive_transitions((0,)):
         b = backward(t)
-        lines.append(f"| `{_spell(t).replace('S(0)', 'S(i)')}` | {t.effect} | "
-                     f"`{_spell(b).replace('S(0)', 'S(i)')}` | {b.effect} |")
+        lines.append(f"| `{spell(t)}` | {t.effect} | `{spell(b)}` | {b.effect} |")
     return "\n".join(lines)
 
 
 def calls_table() -> str:
-    """Each collective and cast: defaults, accepted pairs, and their cost."""
+    """Each collective and cast: defaults, accepted pairs, and their cost (the identities left out)."""
     lines = ["| call | src default | dst default | src → dst: forward, backward |", "|---|---|---|---|"]
     for spec in CALLS.values():
-        pairs = []
-        for src in _ENDPOINTS:
-            for dst in _ENDPOINTS:
-                steps = route(spec.name, src, dst)
-                if steps is None or (spec.name == "redistribute" and not steps):
-                    continue
-                forward = " → ".join(t.effect for t in steps if t.effect != "no-op") or "no-op"
-                backward_effects = [backward(t).effect for t in reversed(steps) if backward(t).effect != "no-op"]
-                pairs.append(f"{src.code}→{dst.code}: {forward}, {' → '.join(backward_effects) or 'no-op'}")
-        src_default = spec.src_default.code if spec.src_default is not None else "required"
-        dst_default = spec.dst_default.code if spec.dst_default is not None else "required"
-        text = "<br>".join(p.replace("S(0)", "S(i)") for p in pairs)
-        lines.append(f"| `{spec.name}` | {src_default} | {dst_default} | {text} |")
+        pairs = [f"{label(row.src)}→{label(row.dst)}: {', '.join(row.effects)}"
+                 for row in rows(spec.name) if row.forward]
+        src_default = label(spec.src_default) if spec.src_default is not None else "required"
+        dst_default = label(spec.dst_default) if spec.dst_default is not None else "required"
+        lines.append(f"| `{spec.name}` | {src_default} | {dst_default} | {'<br>'.join(pairs)} |")
     return "\n".join(lines)
 
 
 def duality_table() -> str:
     """Each type and the type of its gradient."""
     lines = ["| type | gradient |", "|---|---|"]
-    for t in (R, I, V, P, S(0)):
-        lines.append(f"| {t.code.replace('(0)', '(i)')} | {gradient_type(t).code.replace('(0)', '(i)')} |")
+    for t in ENDPOINTS:
+        lines.append(f"| {label(t)} | {label(gradient_type(t))} |")
     return "\n".join(lines)
 
 
@@ -197,11 +198,6 @@ _REGION = re.compile(r"(<!-- BEGIN GENERATED: (?P<name>[\w-]+) -->\n)(?P<body>.*
                      re.DOTALL)
 
 
-def render(name: str) -> str:
-    """The Markdown of generated table ``name``."""
-    return TABLES[name]()
-
-
 def update(text: str) -> str:
     """``text`` with every generated region re-rendered."""
 
@@ -209,30 +205,11 @@ def update(text: str) -> str:
         name = match.group("name")
         if name not in TABLES:
             raise KeyError(f"unknown generated table {name!r}; known: {', '.join(TABLES)}")
-        return f"{match.group(1)}{render(name)}\n{match.group(4)}"
+        return f"{match.group(1)}{TABLES[name]()}\n{match.group(4)}"
 
     return _REGION.sub(replace, text)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Regenerate the rule tables in Markdown files.")
-    parser.add_argument("paths", nargs="+", type=Path)
-    parser.add_argument("--check", action="store_true", help="exit 1 if a file is out of date")
-    args = parser.parse_args(argv)
-    stale = []
-    for path in args.paths:
-        old = path.read_text()
-        new = update(old)
-        if new != old:
-            stale.append(path)
-            if not args.check:
-                path.write_text(new)
-    if args.check and stale:
-        print("out of date (run: python -m spmd_types.typesystem.tables " + " ".join(map(str, stale)) + ")",
-              file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def render() -> dict[Path, str]:
+    """The page with every generated table re-rendered."""
+    return {DOC: update(DOC.read_text())}

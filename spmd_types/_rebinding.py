@@ -1,0 +1,59 @@
+"""Replacing loaded library functions by wrappers, in every module that holds them, and putting them back.
+
+Runtime checking types some functions of other libraries as the calls that the
+rule core's ecosystem table says they are (Megatron's
+``copy_to_tensor_model_parallel_region`` is ``reinterpret(x, "tp", src=I,
+dst=R)``).  Callers reach such a function through the name their own module
+bound it to (``from megatron.core.tensor_parallel import
+copy_to_tensor_model_parallel_region``), so replacing the attribute of the
+defining module is not enough: :func:`rebind` replaces the function wherever a
+loaded module's namespace holds it.  A library that is not loaded is left
+alone (nothing is imported), and references held elsewhere (a default
+argument, a closure, an object's attribute) still reach the original.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["rebind"]
+
+Wrap = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def rebind(replacements: Mapping[str, Wrap]) -> Callable[[], None]:
+    """Replace each loaded function named in ``replacements`` by ``wrap(function)``; returns the undo.
+
+    ``replacements`` maps a function's full name (``package.module.function``)
+    to what wraps it.  Every loaded module's global that is the function
+    becomes the wrapper; the undo puts the original back where the wrapper is
+    still in place.
+    """
+    wrapped: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
+    for full_name, wrap in replacements.items():
+        module_name, _, attribute = full_name.rpartition(".")
+        module = sys.modules.get(module_name)
+        original = getattr(module, attribute, None) if module is not None else None
+        if callable(original):
+            wrapped[id(original)] = (original, wrap(original))
+    if not wrapped:
+        return lambda: None
+    replaced: list[tuple[dict[str, Any], str, Callable[..., Any], Callable[..., Any]]] = []
+    for module in list(sys.modules.values()):
+        namespace = getattr(module, "__dict__", None)
+        if not isinstance(namespace, dict):
+            continue
+        for key, value in list(namespace.items()):
+            found = wrapped.get(id(value))
+            if found is not None and found[0] is value:
+                namespace[key] = found[1]
+                replaced.append((namespace, key, *found))
+
+    def undo() -> None:
+        for namespace, key, original, wrapper in replaced:
+            if namespace.get(key) is wrapper:
+                namespace[key] = original
+
+    return undo
