@@ -40,9 +40,10 @@ The other modules:
   a new capability is a new module beside them, with a route in
   :mod:`~spmd_mypy.hooks`;
 * :mod:`~spmd_mypy.session`: everything the plugin knows while mypy runs, one
-  object, given to every handler;
+  object, given to every handler; :mod:`~spmd_mypy.files`: what is known
+  about each checked file; :mod:`~spmd_mypy.callables`: which user callables
+  declare SPMD types;
 * :mod:`~spmd_mypy.fullnames`: every full name the plugin recognizes;
-  :mod:`~spmd_mypy.callables`: which user callables declare SPMD types;
   :mod:`~spmd_mypy.summation`: the input of a reduction, read as a sum;
 * :mod:`~spmd_mypy.compat`: every mypy API beyond the documented plugin
   interface; :mod:`~spmd_mypy.error_codes`: the ``spmd-*`` codes;

@@ -39,6 +39,7 @@ from mypy.types import (
     get_proper_type,
 )
 
+from spmd_mypy import files
 from spmd_mypy.compat import bind_method, declared_return_type, is_declaration
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import AXIS_GROUP, SPMD_TENSORS, SPMD_TYPED
@@ -216,7 +217,7 @@ def _as_computed(session: Session, api: CheckerPluginInterface, typ: Type) -> Ty
     spmd = Encoder.read(proper)
     if not isinstance(spmd, SpmdType) or not proper.type.bases:
         return typ
-    return session.encoder(api).tensor(spmd, proper.type.bases[0], inferred=True) or typ
+    return Encoder.for_checker(session, api).tensor(spmd, proper.type.bases[0], inferred=True) or typ
 
 
 def _check_arguments(
@@ -281,14 +282,14 @@ def fit_declared(
     """
     context_type = api.type_context[-1] if api.type_context else None
     declared_result = declared_return_type(api)
-    if context_type is None and declared_result is not None and session.is_returned(api, context):
+    if context_type is None and declared_result is not None and files.is_returned(session, api, context):
         context_type = declared_result  # mypy's second try of a return, without context: still the return
     if context_type is None:
         return result
     expected = _optional_item(context_type)
     if context_type is declared_result:
         where = RETURN_VALUE
-    elif _is_declaration(expected) and not session.assigned_to_inferred(api, context):
+    elif _is_declaration(expected) and not files.assigned_to_inferred(session, api, context):
         where = "value of a declared type"
     else:
         return result

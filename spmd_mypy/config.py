@@ -39,7 +39,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -78,16 +78,15 @@ class Variant:
         ]
 
 
-@dataclass(frozen=True)
-class OptionHelp:
+# Named tuples rather than dataclasses: mypy loads this module on every run, a warm one included.
+class OptionHelp(NamedTuple):
     """How the recommended configuration shows an option: an example value, commented out, and why."""
 
     example: str | bool | tuple[str, ...]
     why: str
 
 
-@dataclass(frozen=True)
-class _Reading:
+class _Reading(NamedTuple):
     """How one option is read: its ini text into the value the TOML form holds, that value into the field's."""
 
     from_ini: Callable[[str, str, Path], object]

@@ -73,7 +73,7 @@ def check_in_place_call(session: Session, ctx: FunctionContext, entry: InPlace) 
 
 def group_of_role(session: Session, ctx: FunctionContext, role: str) -> Verdict:
     """The process group a getter such as ``get_tensor_model_parallel_group()`` returns, with its axis."""
-    return Verdict(returns=session.encoder(ctx.api).axis_group(session.options.library_axis(role)))
+    return Verdict(returns=Encoder.for_checker(session, ctx.api).axis_group(session.options.library_axis(role)))
 
 
 def _group_axis(session: Session, arg: tuple[Expression, Type] | None, equivalent: Equivalent) -> str | None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from mypy.nodes import MypyFile
+from mypy.plugin import CheckerPluginInterface
 from mypy.types import (
     AnyType,
     Instance,
@@ -41,7 +42,17 @@ from mypy.types import (
 )
 
 from spmd_mypy.compat import lookup_type_info, read_side_channel, with_side_channel
-from spmd_mypy.fullnames import AXIS_GROUP, PARAMETER, SPMD_PACKAGE, SPMD_PARAMETER, SPMD_TENSOR, SPMD_TENSORS, TENSOR
+from spmd_mypy.fullnames import (
+    AXIS_GROUP,
+    PARAMETER,
+    SPMD_PACKAGE,
+    SPMD_PARAMETER,
+    SPMD_TENSOR,
+    SPMD_TENSORS,
+    STR,
+    TENSOR,
+)
+from spmd_mypy.session import Session
 from spmd_types.typesystem import Constant, SpmdType, local_type, merge_paths, parse
 
 __all__ = [
@@ -83,6 +94,11 @@ class Encoder:
         self._modules = modules
         self._str = str_type
         self._rebindable = rebindable
+
+    @staticmethod
+    def for_checker(session: Session, api: CheckerPluginInterface) -> Encoder:
+        """How SPMD types are written while ``api`` checks a module (see the module docstring on re-binding)."""
+        return Encoder(session.modules, api.named_generic_type(STR, []), not api.options.allow_redefinition)
 
     # -- reading -----------------------------------------------------------------
 

@@ -28,6 +28,7 @@ from mypy.nodes import TypeInfo
 from mypy.plugin import AttributeContext, FunctionContext, MethodContext
 from mypy.types import Instance, TupleType, Type, UnionType, get_proper_type
 
+from spmd_mypy import files
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import PARAMETER, TENSOR
 from spmd_mypy.session import Session
@@ -54,16 +55,16 @@ def returns_plain_tensor(result: Type | TypeInfo) -> bool:
 
 def unknown_result(session: Session, ctx: FunctionContext | MethodContext) -> Verdict:
     """The call's result, its plain tensors made tensors of unknown SPMD type in a module that uses them."""
-    if not session.uses_spmd(ctx.api):
+    if not files.uses_spmd(session, ctx.api):
         return Verdict()
-    return Verdict(returns=_unknown(session.encoder(ctx.api), ctx.default_return_type))
+    return Verdict(returns=_unknown(Encoder.for_checker(session, ctx.api), ctx.default_return_type))
 
 
 def unknown_attribute(session: Session, ctx: AttributeContext) -> Verdict:
     """An attribute read (``self.linear.weight``), its plain tensors made unknown in a module that uses them."""
-    if ctx.is_lvalue or not session.uses_spmd(ctx.api):
+    if ctx.is_lvalue or not files.uses_spmd(session, ctx.api):
         return Verdict()
-    return Verdict(returns=_unknown(session.encoder(ctx.api), ctx.default_attr_type))
+    return Verdict(returns=_unknown(Encoder.for_checker(session, ctx.api), ctx.default_attr_type))
 
 
 def _unknown(encoder: Encoder, typ: Type) -> Type:

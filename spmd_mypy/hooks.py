@@ -40,6 +40,7 @@ from spmd_mypy.boundaries import fit_declared
 from spmd_mypy.callables import declared_attribute, declared_function, declared_method
 from spmd_mypy.collectives import COLLECTIVES
 from spmd_mypy.compat import note
+from spmd_mypy.encoding import Encoder
 from spmd_mypy.error_codes import INTERNAL
 from spmd_mypy.fullnames import (
     ANNOTATED,
@@ -213,7 +214,7 @@ def finish(session: Session, api: CheckerPluginInterface, context: Context, defa
     """
     typed = verdict.returns if verdict.returns is not None else default
     if verdict.result is not None:
-        typed = with_result(session.encoder(api), typed, verdict.result)
+        typed = with_result(Encoder.for_checker(session, api), typed, verdict.result)
     if verdict.fit:
         typed = fit_declared(session, api, typed, context, verdict)
     emit(api, verdict.reports)

@@ -30,6 +30,7 @@ from mypy.nodes import (
 from mypy.plugin import AttributeContext, FunctionContext, FunctionSigContext, MethodContext
 from mypy.types import AnyType, FunctionLike, Instance, Type, UnionType, get_proper_type
 
+from spmd_mypy import files
 from spmd_mypy.boundaries import has_spmd, report_divergent
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Divergent, Encoder, plain_tensor
@@ -83,7 +84,7 @@ def widen_tensor_lists(session: Session, ctx: FunctionSigContext) -> FunctionLik
     which the widened type does not change either.
     """
     signature = ctx.default_signature
-    if not session.uses_spmd(ctx.api):
+    if not files.uses_spmd(session, ctx.api):
         return signature
     widened = [_widen(ctx, t) for t in signature.arg_types]
     if all(new is old for new, old in zip(widened, signature.arg_types)):
@@ -213,7 +214,7 @@ def _involves_spmd(session: Session, ctx: FunctionContext | MethodContext) -> bo
 
     The fast path for everything else (torch's own sources on a cold run).
     """
-    return session.uses_spmd(ctx.api) or any(has_spmd(t) for types in ctx.arg_types for t in types)
+    return files.uses_spmd(session, ctx.api) or any(has_spmd(t) for types in ctx.arg_types for t in types)
 
 
 def _is_any(typ: Type) -> bool:
@@ -247,7 +248,7 @@ def _apply(
     # Only values that already have an SPMD type are followed, and constants in
     # modules that use SPMD types; anything else stays a plain tensor, accepted
     # like Any where it goes into an SPMD declaration (a fresh nn.Parameter).
-    constant = rule.makes_constants and session.uses_spmd(ctx.api)
+    constant = rule.makes_constants and files.uses_spmd(session, ctx.api)
     if not (arguments.typed or constant):
         verdict.fit = True
         return verdict
@@ -257,7 +258,7 @@ def _apply(
         return verdict  # size(), item(), and the like
     for expr, found in arguments.divergent:
         report_divergent(verdict, expr, found, speculative=speculative)
-    autograd = not session.without_autograd(ctx.api, ctx.context)
+    autograd = not files.without_autograd(session, ctx.api, ctx.context)
     if arguments.sharded:  # the shards' dims follow the op's literal arguments
         outcome = apply_op(rule, arguments.operands, arguments.passed, autograd=autograd, op=name,
                            args=arguments.literals)
@@ -267,7 +268,7 @@ def _apply(
     if not returns_tensor:
         return verdict
     result = outcome.result
-    if constant and session.is_written_later(ctx.api, ctx.context):
+    if constant and files.is_written_later(session, ctx.api, ctx.context):
         result = UNKNOWN  # a zeros buffer filled in place later holds what is written, not zeros
     out = arguments.expressions.get("out")
     out_type = expression_type(ctx.api, out) if out is not None else None

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from mypy.nodes import CallExpr, Expression, MemberExpr, NameExpr, OpExpr, RefExpr
 from mypy.plugin import FunctionContext
 
+from spmd_mypy import files
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import public_function_name
@@ -59,7 +60,7 @@ def check_summed_input(
     """Report into ``verdict`` when ``call(x, axis, ...)`` sums over ``axis`` a replicated summand of ``x``."""
     if not sums_over_axis(call, src, dst, op):
         return
-    built = session.value_of(ctx.api, x.name, ctx.context) if isinstance(x, NameExpr) else x
+    built = files.value_of(session, ctx.api, x.name, ctx.context) if isinstance(x, NameExpr) else x
     if built is None:
         return
     summands = list(_summands(ctx, built, axis))

@@ -1,0 +1,133 @@
+"""What is known about each file mypy checks: its imports, returns, assignments, and where no autograd runs.
+
+Each fact is computed from the file's parse tree when first asked for
+(:mod:`spmd_mypy.compat` walks the tree) and kept in the session while mypy
+keeps the same parse of the file.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from mypy.nodes import Context, Expression, Import, ImportAll, ImportFrom, MypyFile
+from mypy.plugin import CheckerPluginInterface
+
+from spmd_mypy.compat import (
+    Assignment,
+    buffers_written_in_place,
+    checked_file,
+    inferred_assignments,
+    name_assignments,
+    returned_values,
+    without_autograd_spans,
+)
+from spmd_mypy.fullnames import SPMD_PACKAGE
+from spmd_mypy.session import Session
+
+__all__ = [
+    "FileFacts",
+    "assigned_to_inferred",
+    "is_returned",
+    "is_written_later",
+    "uses_spmd",
+    "value_of",
+    "without_autograd",
+]
+
+
+def _facts(session: Session, api: CheckerPluginInterface) -> FileFacts | None:
+    tree = checked_file(api)
+    if tree is None:
+        return None
+    facts = session.files.get(tree.path)
+    # The daemon merges a re-parsed module into its old tree object: new contents, same tree.
+    if facts is None or facts.tree is not tree or facts.defs is not tree.defs:
+        facts = session.files[tree.path] = FileFacts(tree, bool(api.options.allow_redefinition))
+    return facts
+
+
+def uses_spmd(session: Session, api: CheckerPluginInterface) -> bool:
+    """Whether the module being checked imports ``spmd_types``."""
+    facts = _facts(session, api)
+    return facts is not None and facts.uses_spmd
+
+
+def assigned_to_inferred(session: Session, api: CheckerPluginInterface, value: Context) -> bool:
+    """Whether ``value`` is assigned to a variable without a declared type, or one mypy lets re-bind.
+
+    Under ``allow_redefinition`` mypy lets a parameter be re-bound to a value of
+    another type (``x = all_reduce(x, "tp", src=V, dst=R)``), as an inferred variable.
+    """
+    facts = _facts(session, api)
+    return facts is not None and value in facts.inferred_assignments
+
+
+def is_written_later(session: Session, api: CheckerPluginInterface, value: Context) -> bool:
+    """Whether ``value`` starts a buffer that its function writes in place (see :mod:`spmd_mypy.compat`)."""
+    facts = _facts(session, api)
+    return facts is not None and value in facts.buffers_written_in_place
+
+
+def value_of(session: Session, api: CheckerPluginInterface, name: str, used: Context) -> Expression | None:
+    """The value last assigned to ``name`` before ``used``, in the function that ``used`` is in."""
+    facts = _facts(session, api)
+    if facts is None:
+        return None
+    before = [(first, line, value) for line, first, last, value in facts.name_assignments.get(name, ())
+              if line < used.line and first <= used.line <= last]
+    # The innermost function's (the latest first line), and in it the last assignment.
+    return max(before, key=lambda found: found[:2])[2] if before else None
+
+
+def is_returned(session: Session, api: CheckerPluginInterface, value: Context) -> bool:
+    """Whether ``value`` is the expression of a ``return`` statement."""
+    facts = _facts(session, api)
+    return facts is not None and value in facts.returned_values
+
+
+def without_autograd(session: Session, api: CheckerPluginInterface, where: Context) -> bool:
+    """Whether ``where`` runs without autograd (see :func:`spmd_mypy.compat.without_autograd_spans`)."""
+    facts = _facts(session, api)
+    return facts is not None and any(first <= where.line <= last for first, last in facts.without_autograd)
+
+
+class FileFacts:
+    """Facts about one parsed file, each computed when first asked for."""
+
+    def __init__(self, tree: MypyFile, redefinable_parameters: bool) -> None:
+        self.tree = tree
+        self.defs = tree.defs
+        self.redefinable_parameters = redefinable_parameters
+
+    @functools.cached_property
+    def uses_spmd(self) -> bool:
+        return _imports_spmd_types(self.tree)
+
+    @functools.cached_property
+    def without_autograd(self) -> list[tuple[int, int]]:
+        return without_autograd_spans(self.tree)
+
+    @functools.cached_property
+    def buffers_written_in_place(self) -> set[Expression]:
+        return buffers_written_in_place(self.tree)
+
+    @functools.cached_property
+    def name_assignments(self) -> dict[str, list[Assignment]]:
+        return name_assignments(self.tree)
+
+    @functools.cached_property
+    def returned_values(self) -> set[Expression]:
+        return returned_values(self.tree)
+
+    @functools.cached_property
+    def inferred_assignments(self) -> set[Expression]:
+        return inferred_assignments(self.tree, self.redefinable_parameters)
+
+
+def _imports_spmd_types(file: MypyFile) -> bool:
+    for node in file.imports:
+        if isinstance(node, Import) and any(name.split(".")[0] == SPMD_PACKAGE for name, _ in node.ids):
+            return True
+        if isinstance(node, (ImportFrom, ImportAll)) and node.id.split(".")[0] == SPMD_PACKAGE:
+            return True
+    return False
