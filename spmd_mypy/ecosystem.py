@@ -23,7 +23,7 @@ from mypy.types import Type
 
 from spmd_mypy.collectives import apply_call, by_name, unknown_on
 from spmd_mypy.encoding import Encoder
-from spmd_mypy.fullnames import FALSE, NONE, TRUE
+from spmd_mypy.fullnames import CONSTANTS, NONE
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.verdict import Verdict
@@ -85,6 +85,5 @@ def _group_axis(session: Session, arg: tuple[Expression, Type] | None, equivalen
 
 
 def _bool_literal(expr: Expression) -> bool | None:
-    if isinstance(expr, NameExpr) and expr.fullname in (TRUE, FALSE):
-        return expr.fullname == TRUE
-    return None
+    value = CONSTANTS.get(expr.fullname) if isinstance(expr, NameExpr) else None
+    return value if isinstance(value, bool) else None

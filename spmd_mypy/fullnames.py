@@ -21,6 +21,7 @@ __all__ = [
     "AXIS_INDEX",
     "AXIS_MARKERS",
     "BUILTIN_SUM",
+    "CONSTANTS",
     "DEVICE_MESH",
     "FALSE",
     "LIST",
@@ -171,6 +172,8 @@ BUILTIN_SUM: Final = "builtins.sum"
 TRUE: Final = "builtins.True"
 FALSE: Final = "builtins.False"
 NONE: Final = "builtins.None"
+CONSTANTS: Final[dict[str, object]] = {NONE: None, TRUE: True, FALSE: False}
+"""The builtin constants, by full name, with their values."""
 NUMBERS: Final = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtins.complex"})
 TYPING_SEQUENCE: Final = "typing.Sequence"
 SEQUENCES: Final = frozenset({LIST, "builtins.tuple", TYPING_SEQUENCE, "collections.abc.Sequence"})

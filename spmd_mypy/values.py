@@ -45,7 +45,7 @@ from mypy.types import (
 
 from spmd_mypy.compat import expression_type, final_str_value
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
-from spmd_mypy.fullnames import AXIS_INDEX, NUMBERS, SEQUENCES
+from spmd_mypy.fullnames import AXIS_INDEX, CONSTANTS, NUMBERS, SEQUENCES
 from spmd_mypy.report import spell
 from spmd_types.typesystem import NOT_KNOWN, UNKNOWN, WEAK, ZERO, Operand, OpRule, Shard, SpmdType, V, canonical_param
 
@@ -146,8 +146,8 @@ def literal_value(expr: Expression) -> object:
         return expr.value
     if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, IntExpr):
         return -expr.expr.value
-    if isinstance(expr, NameExpr) and expr.fullname in ("builtins.None", "builtins.True", "builtins.False"):
-        return {"builtins.None": None, "builtins.True": True, "builtins.False": False}[expr.fullname]
+    if isinstance(expr, NameExpr) and expr.fullname in CONSTANTS:
+        return CONSTANTS[expr.fullname]
     if isinstance(expr, EllipsisExpr):
         return Ellipsis
     if isinstance(expr, StrExpr):

@@ -1,13 +1,12 @@
 """Code outside the rule core reaches it through ``spmd_types.typesystem``, never through a submodule.
 
 The package exports every public name of its submodules (``test_import.py``),
-so the plugin, the runtime, the other tests, the benchmarks and the examples
-have no reason to import past it, and importing past it would tie them to how
-the core happens to be split into modules.  Left out: the core itself and its
-own tests, which test the submodules one by one; the stubs, which name each
-class of the runtime package where it is defined so that mypy does not analyze
-the whole core for every program it checks; and ``tools/``, whose
-documentation generators are reconciled with the core separately.
+so the plugin, the runtime, the other tests, the benchmarks, the examples and
+the documentation tools have no reason to import past it, and importing past
+it would tie them to how the core happens to be split into modules.  Left out:
+the core itself and its own tests, which test the submodules one by one; and
+the stubs, which name each class of the runtime package where it is defined so
+that mypy does not analyze the whole core for every program it checks.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ import spmd_types.typesystem as core
 ROOT = Path(__file__).resolve().parents[2]
 CORE = "spmd_types.typesystem"
 SUBMODULES = frozenset(info.name for info in pkgutil.iter_modules(core.__path__))
-CHECKED = ("spmd_mypy", "spmd_types", "tests", "benchmarks", "examples")
+CHECKED = ("spmd_mypy", "spmd_types", "tests", "benchmarks", "examples", "tools")
 LEFT_OUT = (ROOT / "spmd_types" / "typesystem", ROOT / "tests" / "typesystem")
 
 
