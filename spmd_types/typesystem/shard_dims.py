@@ -401,14 +401,9 @@ def _index(dim: int, ndim: int, call: LayoutCall) -> Outcome:
     return Moved(found, out)
 
 
-def _split(dim: int, ndim: int, call: LayoutCall) -> Outcome:
-    """``chunk``, ``split``, ``tensor_split``: each piece keeps the dims; along the sharded dim it is ``V``."""
-    return _along("dim", default=0)(dim, ndim, call)
-
-
-def _joining(dim: int, ndim: int, call: LayoutCall) -> Outcome:
-    """``cat(tensors, dim)``: along another dim the shard survives."""
-    return _along("dim", default=0)(dim, ndim, call)
+_ALONG_DIM_0: Final = _along("dim", default=0)
+"""``chunk``, ``split``, ``tensor_split`` and ``cat``: pieces or joins along ``dim`` (default 0); the
+shard survives along another dim."""
 
 
 def _stacking(dim: int, ndim: int, call: LayoutCall) -> Outcome:
@@ -501,10 +496,10 @@ def _build() -> dict[str, _Rule]:
     both("reshape", _reshape)
     table["torch.Tensor.view"] = _reshape
     for name in ("chunk", "split", "tensor_split"):
-        both(name, _split)
+        both(name, _ALONG_DIM_0)
     table["torch.Tensor.__getitem__"] = _index
     for name in ("cat", "concat", "concatenate"):
-        table[f"torch.{name}"] = _joining
+        table[f"torch.{name}"] = _ALONG_DIM_0
     table["torch.stack"] = _stacking
     return table
 
