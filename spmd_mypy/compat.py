@@ -24,18 +24,22 @@ from mypy.nodes import (
     ClassDef,
     Context,
     Decorator,
+    DictExpr,
     Expression,
     ExpressionStmt,
     FuncDef,
     IndexExpr,
+    ListExpr,
     MemberExpr,
     MypyFile,
     NameExpr,
     Node,
     RefExpr,
     ReturnStmt,
+    SetExpr,
     Statement,
     SymbolTableNode,
+    TupleExpr,
     TypeInfo,
     Var,
     WithStmt,
@@ -342,6 +346,13 @@ def with_side_channel(instance: Instance, text: str, str_type: Instance, declare
 def is_declaration(instance: Instance) -> bool:
     """Whether an SPMD-typed Instance came from an annotation (see :func:`with_side_channel`)."""
     return instance.extra_attrs is not None and _DECLARED in instance.extra_attrs.attrs
+
+
+def container_elements(expr: Expression, values: bool) -> ListExpr | None:
+    """The elements of a list, tuple or set literal (``values=False``), or the values of a dict literal, as a list."""
+    if values:
+        return ListExpr([value for _, value in expr.items]) if isinstance(expr, DictExpr) else None
+    return ListExpr(list(expr.items)) if isinstance(expr, (ListExpr, TupleExpr, SetExpr)) else None
 
 
 def bind_method(method: FunctionLike, receiver: Instance) -> FunctionLike:

@@ -31,6 +31,7 @@ __all__ = [
     "is_written_later",
     "uses_spmd",
     "value_of",
+    "values_assigned",
     "without_autograd",
 ]
 
@@ -77,6 +78,17 @@ def value_of(session: Session, api: CheckerPluginInterface, name: str, used: Con
               if line < used.line and first <= used.line <= last]
     # The innermost function's (the latest first line), and in it the last assignment.
     return max(before, key=lambda found: found[:2])[2] if before else None
+
+
+def values_assigned(session: Session, api: CheckerPluginInterface, name: str, used: Context) -> list[Expression]:
+    """Every value assigned to ``name`` in the function that ``used`` is in, before or after it (loops)."""
+    facts = _facts(session, api)
+    if facts is None:
+        return []
+    found = [(first, value) for _, first, last, value in facts.name_assignments.get(name, ())
+             if first <= used.line <= last]
+    innermost = max((first for first, _ in found), default=None)
+    return [value for first, value in found if first == innermost]
 
 
 def is_returned(session: Session, api: CheckerPluginInterface, value: Context) -> bool:

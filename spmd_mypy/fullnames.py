@@ -32,6 +32,7 @@ __all__ = [
     "NUMBERS",
     "PARAMETER",
     "PROCESS_GROUP",
+    "RANK_FUNCTIONS",
     "SEQUENCES",
     "SHARD_MARKERS",
     "SPMD_ALIAS",
@@ -117,6 +118,9 @@ TENSOR_PROPERTY_OWNERS: Final = frozenset({TENSOR_BASE, TENSOR})
 
 TORCH_DISTRIBUTED: Final = "torch.distributed."
 """The prefix of torch.distributed's functions."""
+
+RANK_FUNCTIONS: Final = frozenset({"torch.distributed.distributed_c10d.get_rank", "torch.distributed.get_rank"})
+"""torch.distributed's ``get_rank(group)``: this rank's index in a process group."""
 
 _TORCH_MODULES: Final = "torch.nn.modules."
 

@@ -23,6 +23,7 @@ from mypy.nodes import (
     Expression,
     IndexExpr,
     MemberExpr,
+    NameExpr,
     OperatorAssignmentStmt,
     OpExpr,
     UnaryExpr,
@@ -32,9 +33,10 @@ from mypy.types import AnyType, FunctionLike, Instance, Type, UnionType, get_pro
 
 from spmd_mypy import files
 from spmd_mypy.boundaries import has_spmd, report_divergent
-from spmd_mypy.compat import expression_type
+from spmd_mypy.compat import container_elements, expression_type
 from spmd_mypy.encoding import Divergent, Encoder, plain_tensor
 from spmd_mypy.fullnames import LIST, TYPING_SEQUENCE, public_module_name
+from spmd_mypy.numbers import NumberReader
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.values import Arguments, contains_tensor, read_arguments
@@ -110,12 +112,13 @@ def check_function(session: Session, ctx: FunctionContext, name: str) -> Verdict
     if not _involves_spmd(session, ctx):
         return Verdict()
     rule = lookup(name)
-    arguments = read_arguments(ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args)
+    numbers = NumberReader(session, ctx.api, ctx.context)
+    arguments = read_arguments(ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args, numbers=numbers)
     first_tensor = next((t for types in ctx.arg_types for t in types if plain_tensor(t) is not None), None)
     default = ctx.default_return_type
     if first_tensor is not None:
         default = _untyped_returns_tensor(default, name, rule, first_tensor)
-    return _apply(session, ctx, default, name, rule, arguments)
+    return _apply(session, ctx, default, name, rule, arguments, numbers=numbers)
 
 
 def _untyped_returns_tensor(default: Type, name: str, rule: OpRule, like: Type) -> Type:
@@ -135,9 +138,32 @@ def check_builtin_sum(session: Session, ctx: FunctionContext) -> Verdict:
     if not _involves_spmd(session, ctx):
         return Verdict()
     names = ("iterable", "start")[: len(ctx.arg_types)]
-    arguments = read_arguments(ctx.api, BUILTIN_SUM, names, ctx.arg_types, ctx.args)
+    args = [list(exprs) for exprs in ctx.args]
+    if args and args[0]:
+        args[0][0] = _container_summed(session, ctx, args[0][0])
+    arguments = read_arguments(ctx.api, BUILTIN_SUM, names, ctx.arg_types, args)
     # mypy tries sum's overloads under an error filter: an SPMD error must not reject one.
     return _apply(session, ctx, ctx.default_return_type, "sum", BUILTIN_SUM, arguments, speculative=True)
+
+
+def _container_summed(session: Session, ctx: FunctionContext, iterable: Expression) -> Expression:
+    """The list, tuple or dict literal whose elements ``sum`` adds, where ``iterable`` names one; else ``iterable``.
+
+    mypy types a container of tensors of different SPMD types by their join,
+    which has none (``losses = {"ce": partial, "aux": replicated}``); the
+    literal still says what each element is.  ``sum(losses.values())`` sums the
+    values of a dict.
+    """
+    named: Expression = iterable
+    dict_values = False
+    if (isinstance(iterable, CallExpr) and isinstance(iterable.callee, MemberExpr) and iterable.callee.name == "values"
+            and not iterable.args):
+        named, dict_values = iterable.callee.expr, True
+    if not isinstance(named, NameExpr):
+        return iterable
+    value = files.value_of(session, ctx.api, named.name, ctx.context)
+    elements = container_elements(value, dict_values) if value is not None else None
+    return elements if elements is not None else iterable
 
 
 def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
@@ -165,9 +191,10 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
     if method.startswith("__") and not any(names):
         # mypy passes no parameter names for operators; torch's signatures name them so.
         names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
-    arguments = read_arguments(ctx.api, rule, names, ctx.arg_types, ctx.args, (ctx.type, receiver))
+    numbers = NumberReader(session, ctx.api, ctx.context)
+    arguments = read_arguments(ctx.api, rule, names, ctx.arg_types, ctx.args, (ctx.type, receiver), numbers)
     default = _untyped_returns_tensor(ctx.default_return_type, name, rule, ctx.type)
-    return _apply(session, ctx, default, name, rule, arguments, speculative=operator)
+    return _apply(session, ctx, default, name, rule, arguments, speculative=operator, numbers=numbers)
 
 
 def torch_module_op(owner: str) -> str | None:
@@ -239,10 +266,12 @@ def _apply(
     rule: OpRule,
     arguments: Arguments,
     speculative: bool = False,
+    numbers: NumberReader | None = None,
 ) -> Verdict:
     """Op ``name`` with rule ``rule`` applied to ``arguments``; ``default`` is mypy's result type.
 
-    ``speculative`` marks an expression mypy only tries (see :class:`~spmd_mypy.verdict.Report`).
+    ``speculative`` marks an expression mypy only tries (see :class:`~spmd_mypy.verdict.Report`);
+    ``numbers`` found the problems, if any, in the computation of the numbers among the arguments.
     """
     verdict = Verdict(returns=default, speculative=speculative)
     # Only values that already have an SPMD type are followed, and constants in
@@ -258,6 +287,8 @@ def _apply(
         return verdict  # size(), item(), and the like
     for expr, found in arguments.divergent:
         report_divergent(verdict, expr, found, speculative=speculative)
+    for problem in numbers.problems if numbers is not None else ():
+        verdict.report(problem.violations, problem.at, problem.where, speculative=speculative)
     autograd = not files.without_autograd(session, ctx.api, ctx.context)
     if arguments.sharded:  # the shards' dims follow the op's literal arguments
         outcome = apply_op(rule, arguments.operands, arguments.passed, autograd=autograd, op=name,

@@ -4,28 +4,28 @@ mypy hands a hook the formal parameter names of the callee and, for each, the
 types and expressions of the actual arguments.  Tensors become operands with
 their SPMD type; Python numbers passed where the op rule expects a tensor
 become constants (``weak``, or ``zero`` for a literal 0); a list or tuple of
-tensors (``cat([a, b])``) gives one operand per element.  A number computed
-from ``axis_index(axis)`` (this rank's index) varies on that axis.  Everything
-else is recorded as *passed* (``rounding_mode=...`` can make an op non-linear),
-with its value where it is a literal (``transpose(0, 1)``, ``x[:, None]``),
-which says where the dim of a shard ``S(i)`` goes.
+tensors (``cat([a, b])``) gives one operand per element.  A number read out
+of a tensor or computed from the rank's index (:mod:`spmd_mypy.numbers`) is an
+operand of its own type instead, also where the op takes it as a position
+(a slice bound, ``narrow``'s ``start``, ``arange``'s ``end``: :data:`POSITIONS`).
+Everything else is recorded as *passed* (``rounding_mode=...`` can make an op
+non-linear), with its value where it is a literal (``transpose(0, 1)``,
+``x[:, None]``), which says where the dim of a shard ``S(i)`` goes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from mypy.nodes import (
-    CallExpr,
     EllipsisExpr,
     Expression,
     FloatExpr,
     IntExpr,
     ListExpr,
     NameExpr,
-    OpExpr,
-    RefExpr,
     SliceExpr,
     StrExpr,
     TupleExpr,
@@ -33,6 +33,7 @@ from mypy.nodes import (
 )
 from mypy.plugin import CheckerPluginInterface
 from mypy.types import (
+    AnyType,
     Instance,
     LiteralType,
     NoneType,
@@ -43,13 +44,19 @@ from mypy.types import (
     get_proper_type,
 )
 
-from spmd_mypy.compat import expression_type, final_str_value
+from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
-from spmd_mypy.fullnames import AXIS_INDEX, CONSTANTS, NUMBERS, SEQUENCES
+from spmd_mypy.fullnames import CONSTANTS, NUMBERS, SEQUENCES
+from spmd_mypy.numbers import NumberReader
 from spmd_mypy.report import spell
-from spmd_types.typesystem import NOT_KNOWN, UNKNOWN, WEAK, ZERO, Operand, OpRule, Shard, SpmdType, V, canonical_param
+from spmd_types.typesystem import NOT_KNOWN, UNKNOWN, WEAK, ZERO, Operand, OpRule, Shard, SpmdType, canonical_param
 
-__all__ = ["Arguments", "contains_tensor", "read_arguments", "with_result"]
+__all__ = ["POSITIONS", "Arguments", "contains_tensor", "read_arguments", "with_result"]
+
+POSITIONS: Final = frozenset({"start", "end", "step", "length", "index", "fill_value", "shifts", "split_size"})
+"""Number parameters that place or fill values (``narrow(dim, start, length)``, ``arange(end)``,
+``full(size, fill_value)``): a rank-dependent number there makes the result differ by rank.  Sizes
+and dims are not among them: a shard's local size in ``view(n, -1)`` describes its own layout."""
 
 
 @dataclass
@@ -81,13 +88,14 @@ def read_arguments(
     arg_types: Sequence[Sequence[Type]],
     args: Sequence[Sequence[Expression]],
     receiver: tuple[Type, Expression | None] | None = None,
+    numbers: NumberReader | None = None,
 ) -> Arguments:
-    """Read a call's arguments (and a method's receiver, as ``input``)."""
+    """Read a call's arguments (and a method's receiver, as ``input``); ``numbers`` reads rank-dependent numbers."""
     out = Arguments()
     mentioned = set(rule.params)
     if receiver is not None:
         typ, expr = receiver
-        _read_value(api, out, "input", typ, expr, mentioned)
+        _read_value(api, out, "input", typ, expr, mentioned, numbers)
     for name, types, exprs in zip(formal_names, arg_types, args):
         param = canonical_param(name or "")
         for typ, expr in zip(types, exprs):
@@ -99,7 +107,7 @@ def read_arguments(
                 out.literals["equation"] = expr.value  # einsum(equation, *operands) passes it among the operands
                 continue
             if param != "out":  # the tensor written to, not an operand
-                _read_value(api, out, param, typ, expr, mentioned)
+                _read_value(api, out, param, typ, expr, mentioned, numbers)
     return out
 
 
@@ -110,6 +118,7 @@ def _read_value(
     typ: Type,
     expr: Expression | None,
     mentioned: set[str],
+    numbers: NumberReader | None,
 ) -> None:
     proper = get_proper_type(typ)
     spelled = spell(expr) if expr is not None else "x"
@@ -127,15 +136,25 @@ def _read_value(
     elements = _elements(api, proper, expr)
     if elements is not None:
         for element_type, element_expr in elements:
-            _read_value(api, out, param, element_type, element_expr, mentioned)
+            _read_value(api, out, param, element_type, element_expr, mentioned, numbers)
         return
-    if param in mentioned and _is_number(proper):
-        ranks = _rank_index_axes(expr)
-        if ranks:
+    number = _is_number(proper) or isinstance(proper, AnyType)  # t.tolist()[0] is Any
+    if isinstance(expr, SliceExpr):
+        bounds = [e for e in (expr.begin_index, expr.end_index, expr.stride) if e is not None]
+        dependent = [(e, t) for e in bounds if (t := numbers.read(e) if numbers is not None else None) is not None]
+    else:
+        found = numbers.read(expr) if numbers is not None and number else None
+        dependent = [(expr, found)] if expr is not None and found is not None else []
+    for value, spmd in dependent:  # a number that depends on the rank: an operand, also as a position
+        if param in mentioned or param in POSITIONS:
             out.typed = True
-            out.add(param, SpmdType(dict.fromkeys(ranks, V), default=WEAK), spelled, ndim=0)
-        else:
-            out.add(param, SpmdType(default=ZERO if _is_zero(proper, expr) else WEAK), spelled, ndim=0)
+            out.add(param, spmd, spell(value), ndim=0)
+    if param in mentioned and number:
+        if not dependent:
+            # Any may be a tensor of any type: what it makes is unknown, never a known type.
+            constant = UNKNOWN if isinstance(proper, AnyType) else SpmdType(
+                default=ZERO if _is_zero(proper, expr) else WEAK)
+            out.add(param, constant, spelled, ndim=0)
         return
     out.passed.add(param)
 
@@ -189,24 +208,10 @@ def _elements(
     return None
 
 
-def _rank_index_axes(expr: Expression | None) -> set[str]:
-    """The axes of the ``axis_index(...)`` calls a number is computed from (``int(axis_index("tp")) * n``)."""
-    if isinstance(expr, CallExpr):
-        if isinstance(expr.callee, RefExpr) and expr.callee.fullname == AXIS_INDEX:
-            axis = expr.args[0] if expr.args else None
-            if isinstance(axis, StrExpr):
-                return {axis.value}
-            value = final_str_value(axis) if isinstance(axis, RefExpr) else None
-            return {value} if value is not None else set()
-        return {a for arg in expr.args for a in _rank_index_axes(arg)}
-    if isinstance(expr, OpExpr):
-        return _rank_index_axes(expr.left) | _rank_index_axes(expr.right)
-    if isinstance(expr, UnaryExpr):
-        return _rank_index_axes(expr.expr)
-    return set()
-
-
 def _is_number(typ: ProperType) -> bool:
+    """Whether ``typ`` is a Python number type (``Number``, what ``Tensor.item()`` returns, is a union of them)."""
+    if isinstance(typ, UnionType):
+        return all(_is_number(get_proper_type(item)) for item in typ.items)
     if isinstance(typ, LiteralType):
         return isinstance(typ.value, (int, float))
     return isinstance(typ, Instance) and typ.type.fullname in NUMBERS

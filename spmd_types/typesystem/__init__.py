@@ -23,6 +23,7 @@ Where each rule is:
 * :mod:`.shard_dims`: where a shard's tensor dim goes through an op;
 * :mod:`.collectives`: collectives and casts, their routes and backwards;
 * :mod:`.summation`: a replicated summand in the input of a reduction;
+* :mod:`.numbers`: Python numbers read out of tensors or computed from the rank's index;
 * :mod:`.loss`: the ``loss.backward()`` rule;
 * :mod:`.ecosystem`: other libraries' communication functions and the calls they are;
 * :mod:`.codes`: the error codes, one per class of mistake;
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.ecosystem import GROUP_GETTERS as GROUP_GETTERS
     from spmd_types.typesystem.ecosystem import IN_PLACE as IN_PLACE
     from spmd_types.typesystem.ecosystem import PASS_THROUGH_OPS as PASS_THROUGH_OPS
+    from spmd_types.typesystem.ecosystem import RANK_GETTERS as RANK_GETTERS
     from spmd_types.typesystem.ecosystem import REEXPORTS as REEXPORTS
     from spmd_types.typesystem.ecosystem import ROLES as ROLES
     from spmd_types.typesystem.ecosystem import VERIFIED_AGAINST as VERIFIED_AGAINST
@@ -114,6 +116,11 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.local_types import shard_marker as shard_marker
     from spmd_types.typesystem.loss import AUTOGRAD_FUNCTIONS as AUTOGRAD_FUNCTIONS
     from spmd_types.typesystem.loss import check_backward as check_backward
+    from spmd_types.typesystem.numbers import NUMBER_OPERATORS as NUMBER_OPERATORS
+    from spmd_types.typesystem.numbers import arithmetic as arithmetic
+    from spmd_types.typesystem.numbers import rank_index as rank_index
+    from spmd_types.typesystem.numbers import read_out as read_out
+    from spmd_types.typesystem.numbers import through_function as through_function
     from spmd_types.typesystem.ops import BUILTIN_SUM as BUILTIN_SUM
     from spmd_types.typesystem.ops import MODULE_OPS as MODULE_OPS
     from spmd_types.typesystem.ops import MODULE_PARAMETERS as MODULE_PARAMETERS
@@ -180,7 +187,7 @@ _DEFINED_IN: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("EQUIVALENTS", "Equivalent", "FUNCTIONAL_OPS", "FlagVariant", "FunctionalOp", "GROUP_GETTERS", "IN_PLACE",
-         "InPlace", "PASS_THROUGH_OPS", "REEXPORTS", "ROLES", "VERIFIED_AGAINST", "check_in_place"),
+         "InPlace", "PASS_THROUGH_OPS", "RANK_GETTERS", "REEXPORTS", "ROLES", "VERIFIED_AGAINST", "check_in_place"),
         "ecosystem",
     ),
     **dict.fromkeys(
@@ -198,6 +205,9 @@ _DEFINED_IN: dict[str, str] = {
         "local_types",
     ),
     **dict.fromkeys(("AUTOGRAD_FUNCTIONS", "check_backward",), "loss"),
+    **dict.fromkeys(
+        ("NUMBER_OPERATORS", "arithmetic", "rank_index", "read_out", "through_function"), "numbers"
+    ),
     **dict.fromkeys(
         ("BUILTIN_SUM", "MODULE_OPS", "MODULE_PARAMETERS", "NONLINEAR", "OPERATOR_SYMBOLS", "OPS", "OpRule", "Result",
          "TENSOR_PROPERTIES", "canonical_param", "display_name", "lookup", "method_name"),

@@ -32,7 +32,8 @@ from spmd_types.typesystem.local_types import AxisType, I, LocalType, P, R, Shar
 from spmd_types.typesystem.violations import Violation
 
 __all__ = [
-    "EQUIVALENTS", "FUNCTIONAL_OPS", "GROUP_GETTERS", "IN_PLACE", "PASS_THROUGH_OPS", "REEXPORTS", "ROLES",
+    "EQUIVALENTS", "FUNCTIONAL_OPS", "GROUP_GETTERS", "IN_PLACE", "PASS_THROUGH_OPS", "RANK_GETTERS", "REEXPORTS",
+    "ROLES",
     "VERIFIED_AGAINST",
     "Equivalent", "FlagVariant", "FunctionalOp", "InPlace", "check_in_place",
 ]
@@ -162,6 +163,13 @@ GROUP_GETTERS: Final[dict[str, str]] = {
 (Megatron's ``get_data_parallel_group`` is left out: with
 ``with_context_parallel=True`` it returns the group of two axes at once.)
 """
+
+RANK_GETTERS: Final[dict[str, str]] = {
+    "megatron.core.parallel_state.get_tensor_model_parallel_rank": "tp",
+    "megatron.core.parallel_state.get_context_parallel_rank": "cp",
+    "megatron.core.parallel_state.get_expert_model_parallel_rank": "ep",
+}
+"""Library functions that return this rank's index in the process group of a role (a number that varies on it)."""
 
 
 @dataclass(frozen=True)

@@ -158,11 +158,11 @@ def apply_op(
     if rule.result is Result.ZERO:
         result = SpmdType(default=ZERO)
     elif rule.result is Result.WEAK:
-        result = SpmdType(default=WEAK)
+        result, violations = _made_from_numbers(rule, params, types)
     elif rule.result is Result.FRESH:
         result = UNKNOWN
     elif rule.result is Result.COPY and "data" not in params:
-        result = SpmdType(default=WEAK)  # made from a Python value
+        result, violations = _made_from_numbers(rule, params, types)  # made from a Python value
     else:
         roles = _roles(rule, params, passed)
         result, violations = _join(roles, joined)
@@ -198,6 +198,20 @@ def _join(roles: _Roles, types: Sequence[SpmdType]) -> tuple[SpmdType, tuple[Vio
         if problem is None and isinstance(joined_default, Constant):
             default = joined_default
     return SpmdType(result, default), tuple(violations)
+
+
+def _made_from_numbers(rule: OpRule, params: Sequence[str], types: Sequence[SpmdType]) -> tuple[
+        SpmdType, tuple[Violation, ...]]:
+    """A constant made from Python numbers (``arange(end)``, ``full(size, value)``): weak, unless a number is not.
+
+    A number that depends on the rank (:mod:`~spmd_types.typesystem.numbers`)
+    makes the values differ by rank: ``V`` on its axes.  The op is taken as
+    not linear in it: a pending sum there is an error.
+    """
+    sources = [t for name, t in zip(params, types) if name not in rule.ignored]
+    if not sources:
+        return SpmdType(default=WEAK), ()
+    return _join(_Roles((), tuple(range(len(sources))), (), False), sources)
 
 
 def _follow_shards(

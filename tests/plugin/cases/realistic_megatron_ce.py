@@ -2,6 +2,10 @@
 
 Correct code in the style of real training code, not written for the checker: the plugin must
 report nothing here (each false positive it once gave is a regression test).
+
+Token ids are declared ``R``: they carry no gradient, so ``R`` and ``I`` hold the same values, and
+only ``R`` may be offset by the rank's own vocabulary start (``input_ - start``, a number that
+differs by rank): an ``I`` value mixed with per-rank data would get a per-rank gradient.
 """
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 import spmd_types as spmd
-from spmd_types import I, P, S, V, all_reduce
+from spmd_types import I, P, R, S, V, all_reduce
 
 TP: Final = "tp"
 
@@ -25,7 +29,7 @@ class VocabParallelEmbedding(nn.Module):
         self.per_rank = vocab // tp
         self.weight = nn.Parameter(torch.empty(self.per_rank, dim))
 
-    def forward(self, input_: Annotated[Tensor, I["tp"]]) -> Annotated[Tensor, I["tp"]]:
+    def forward(self, input_: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, I["tp"]]:
         start = spmd.axis_index(TP) * self.per_rank
         end = start + self.per_rank
         input_mask = (input_ < start) | (input_ >= end)
@@ -42,7 +46,7 @@ def reinterpret_partial(x: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, P["t
 
 
 def vocab_parallel_cross_entropy(
-    vocab_parallel_logits: Annotated[Tensor, S["tp", -1]], target: Annotated[Tensor, I["tp"]]
+    vocab_parallel_logits: Annotated[Tensor, S["tp", -1]], target: Annotated[Tensor, R["tp"]]
 ) -> Annotated[Tensor, I["tp"]]:
     logits_max = torch.max(vocab_parallel_logits.detach(), dim=-1)[0]
     logits_max = all_reduce(logits_max, TP, src=V, dst=I, op="max")
