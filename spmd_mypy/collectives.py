@@ -51,6 +51,7 @@ from spmd_types.typesystem import (
     check_call_on_axes,
     check_fits,
     flattened_axes,
+    retargeted,
     shard_marker,
     spmd_type_from_metadata,
 )
@@ -119,7 +120,10 @@ def apply_call(
     value = spell(x_expr) if x_expr is not None else "x"
     src_used = src if src is not None else CALLS[call].src_default
     # A boundary mismatch is fixed at the call itself (its dst), which a fix can spell for one axis.
-    producer = Producer(call, axes[0], src_used, value) if src_used is not None and len(axes) == 1 else None
+    producer = None
+    if src_used is not None and len(axes) == 1:
+        used: Endpoint = src_used
+        producer = Producer(value, lambda v, want: retargeted(v, call, axes[0], used, want))
     verdict = _typed_result(ctx, result, producer)
     if isinstance(found, Divergent) and x_expr is not None:
         report_divergent(verdict, x_expr, found)  # a branch or loop iteration the call may mistake

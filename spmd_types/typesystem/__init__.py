@@ -144,6 +144,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.placements import default_grad_placement as default_grad_placement
     from spmd_types.typesystem.placements import placement_type as placement_type
     from spmd_types.typesystem.placements import placements_for as placements_for
+    from spmd_types.typesystem.placements import retarget_to_local as retarget_to_local
     from spmd_types.typesystem.placements import to_local_type as to_local_type
     from spmd_types.typesystem.planner import Plan as Plan
     from spmd_types.typesystem.planner import Step as Step
@@ -219,7 +220,7 @@ _DEFINED_IN: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("PLACEMENT_KINDS", "Placement", "Placements", "check_from_local", "default_grad_placement", "placement_type",
-         "placements_for", "to_local_type"),
+         "placements_for", "retarget_to_local", "to_local_type"),
         "placements",
     ),
     **dict.fromkeys(("Plan", "Step", "plan_redistribute", "plan_via_replicated",), "planner"),

@@ -46,7 +46,7 @@ between the types of this table.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from spmd_types.typesystem.codes import Code
@@ -64,6 +64,7 @@ __all__ = [
     "default_grad_placement",
     "placement_type",
     "placements_for",
+    "retarget_to_local",
     "to_local_type",
 ]
 
@@ -111,8 +112,8 @@ def placement_type(forward: Placement, grad: Placement) -> AxisType | None:
 
     ``None`` when no local type has that data and that gradient.
     """
-    if forward.kind == "Shard":
-        return Shard(forward.dim) if grad == forward else None  # type: ignore[arg-type]
+    if forward.dim is not None:  # only a shard has a dim
+        return Shard(forward.dim) if grad == forward else None
     if forward.kind in ("Replicate", "Reduced"):
         return R if grad.kind == "Partial" else I if grad.kind == "Replicate" else None
     return P if grad.kind == "Replicate" else None
@@ -122,7 +123,11 @@ def placements_for(t: AxisType) -> tuple[Placement, Placement] | None:
     """The (forward, gradient) placements of local type ``t``; ``None`` for ``V`` and constants."""
     if isinstance(t, Shard):
         return Placement("Shard", t.dim), Placement("Shard", t.dim)
-    return {R: (_REPLICATE, _PARTIAL), I: (_REPLICATE, _REPLICATE), P: (_PARTIAL, _REPLICATE)}.get(t)  # type: ignore[call-overload]
+    if t is R:
+        return _REPLICATE, _PARTIAL
+    if t is I:
+        return _REPLICATE, _REPLICATE
+    return (_PARTIAL, _REPLICATE) if t is P else None
 
 
 @dataclass(frozen=True)
@@ -172,11 +177,13 @@ def _no_type(forward: Placement, grad: Placement, given: bool) -> str:
     return f"placement {forward.code} with {how} {grad.code} is no local type: {why}"
 
 
-def _grad_fixes(axis: str, forward: Placement, grads: tuple[Placement, ...], k: int, respell: Respell,
+def _grad_fixes(forward: Placement, grads: tuple[Placement, ...], k: int, respell: Respell,
                 types: Sequence[AxisType]) -> tuple[Fix, ...]:
     """The call with the gradient placement on mesh dim ``k`` that makes it each of ``types``."""
     out = []
     for t in types:
+        if not isinstance(t, (LocalType, Shard)):
+            continue
         found = placements_for(t)
         if found is None or found[0] != forward:
             continue
@@ -207,7 +214,7 @@ def to_local_type(
             axes[axis] = t
             continue
         wanted = (R, I) if forward.kind == "Replicate" else (placement_type(forward, default_grad_placement(forward)),)
-        fixes = _grad_fixes(axis, forward, grads, k, respell, [w for w in wanted if w is not None])
+        fixes = _grad_fixes(forward, grads, k, respell, [w for w in wanted if w is not None])
         violations.append(Violation(Code.COLLECTIVE, axis, _no_type(forward, grad, given is not None),
                                     (forward.code, grad.code), (), fixes))
     return SpmdType(axes), tuple(violations)
@@ -231,7 +238,7 @@ def check_from_local(
         if t is None:
             continue
         if want is None:
-            fixes = _grad_fixes(axis, forward, grads, k, respell, (t,))
+            fixes = _grad_fixes(forward, grads, k, respell, (t,))
             violations.append(Violation(Code.COLLECTIVE, axis, _no_type(forward, grad, given is not None),
                                         (forward.code, grad.code), (), fixes))
             continue
@@ -240,8 +247,27 @@ def check_from_local(
         how = "gradient placement" if given is not None else "default gradient placement"
         reason = (f"the local tensor is {t.code}, but placement {forward.code} with {how} {grad.code} "
                   f"stands for {want.code}")
-        fixes = _grad_fixes(axis, forward, grads, k, respell, (t,))
-        cast = fix("redistribute", t, want, axis) if isinstance(t, (LocalType, Shard)) else None
+        fixes = _grad_fixes(forward, grads, k, respell, (t,))
+        cast = fix("redistribute", t, want, axis) if isinstance(t, (LocalType, Shard)) and isinstance(
+            want, (LocalType, Shard)) else None
         violations.append(Violation(Code.BOUNDARY, axis, reason, (t.code, want.code), (),
                                     fixes + ((cast,) if cast is not None else ())))
     return tuple(violations)
+
+
+def retarget_to_local(
+    violation: Violation, placements: Placements, given: Sequence[Placement] | None, want: AxisType | None,
+    respell: Respell,
+) -> Violation:
+    """``violation`` of ``to_local``'s result against a declared ``want``, fixed at the call where it can be.
+
+    When the forward placement on the violation's axis already holds ``want``'s
+    data (``Replicate()`` where ``R`` is declared), the fix is the gradient
+    placement that makes the pair ``want``, as a fix of operand 0 (the
+    DTensor), replacing the casts after the call.
+    """
+    if violation.axis not in placements.dims or want is None:
+        return violation
+    k = placements.dims.index(violation.axis)
+    fixes = _grad_fixes(placements.placements[k], placements.grads(given), k, respell, (want,))
+    return replace(violation, fixes=tuple(replace(f, operands=(0,)) for f in fixes)) if fixes else violation
