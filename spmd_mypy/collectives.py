@@ -57,7 +57,7 @@ from spmd_types.typesystem import (
 )
 
 __all__ = [
-    "COLLECTIVES", "apply_call", "by_name", "check_assert_type", "check_collective", "unknown_on",
+    "COLLECTIVES", "apply_call", "by_name", "check_assert_type", "check_collective", "int_literal", "unknown_on",
 ]
 
 COLLECTIVES: Final = {spmd_function(name): name for name in CALLS}
@@ -259,13 +259,14 @@ def _endpoint(arg: tuple[Expression, Type] | None) -> Endpoint | _Unreadable | N
     if isinstance(expr, RefExpr) and expr.fullname in LOCAL_TYPE_MARKERS:
         return LOCAL_TYPES[LOCAL_TYPE_MARKERS[expr.fullname]]
     if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in SHARD_MARKERS:
-        dim = _int(expr.args[0]) if len(expr.args) == 1 else None
+        dim = int_literal(expr.args[0]) if len(expr.args) == 1 else None
         if dim is not None:
             return Shard(dim)
     return UNREADABLE
 
 
-def _int(expr: Expression) -> int | None:
+def int_literal(expr: Expression) -> int | None:
+    """An int written as a literal, or a negated literal (``-1``); else ``None``."""
     if isinstance(expr, IntExpr):
         return expr.value
     if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, IntExpr):
@@ -278,7 +279,7 @@ def _marker(expr: Expression) -> object:
     if not isinstance(expr, IndexExpr) or not isinstance(expr.base, RefExpr):
         raise ValueError("assert_type takes markers such as R['dp'] or S['tp', 0]")
     items = expr.index.items if isinstance(expr.index, TupleExpr) else [expr.index]
-    values = [item.value if isinstance(item, StrExpr) else _int(item) for item in items]
+    values = [item.value if isinstance(item, StrExpr) else int_literal(item) for item in items]
     code = LOCAL_TYPE_MARKERS.get(expr.base.fullname)
     if code is not None:
         if not all(isinstance(v, str) for v in values):

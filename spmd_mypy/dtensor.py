@@ -30,17 +30,15 @@ from mypy.nodes import (
     CallExpr,
     Expression,
     IndexExpr,
-    IntExpr,
     ListExpr,
     MemberExpr,
     RefExpr,
     StrExpr,
     TupleExpr,
-    UnaryExpr,
 )
 from mypy.plugin import FunctionContext, MethodContext
 
-from spmd_mypy.collectives import by_name
+from spmd_mypy.collectives import by_name, int_literal
 from spmd_mypy.compat import final_str_value
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import NONE, PLACEMENT_CLASSES
@@ -174,19 +172,11 @@ def _placement(expr: Expression) -> Placement | None:
         return None
     kind = PLACEMENT_CLASSES.get(expr.callee.fullname)
     if kind == "Shard":
-        dim = _int(expr.args[0]) if len(expr.args) == 1 else None
+        dim = int_literal(expr.args[0]) if len(expr.args) == 1 else None
         return Placement("Shard", dim) if dim is not None else None
     if kind == "Partial" and expr.args and not (isinstance(expr.args[0], StrExpr) and expr.args[0].value == "sum"):
         return None  # another reduction than the sum: no local type
     return Placement(kind) if kind is not None else None
-
-
-def _int(expr: Expression) -> int | None:
-    if isinstance(expr, IntExpr):
-        return expr.value
-    if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, IntExpr):
-        return -expr.expr.value
-    return None
 
 
 def _is_none(expr: Expression) -> bool:
