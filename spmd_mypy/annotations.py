@@ -31,7 +31,16 @@ from spmd_mypy.compat import analyze_base, analyzed_file, analyzed_module, looku
 from spmd_mypy.config import PluginOptions
 from spmd_mypy.encoding import Encoder, is_tensor
 from spmd_mypy.error_codes import ANNOTATION, CODES
-from spmd_mypy.fullnames import AXIS_MARKERS, LOCAL_TYPE_MARKERS, PARAMETER, PROCESS_GROUP, SHARD_MARKERS, STR, TENSOR
+from spmd_mypy.fullnames import (
+    AXIS_MARKERS,
+    DEVICE_MESH,
+    LOCAL_TYPE_MARKERS,
+    PARAMETER,
+    PROCESS_GROUP,
+    SHARD_MARKERS,
+    STR,
+    TENSOR,
+)
 from spmd_mypy.session import Session, StubsWarned
 from spmd_types.typesystem import (
     LOCAL_TYPES,
@@ -77,7 +86,7 @@ def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> T
         return base
     if axes_or_type is None:
         return base
-    if isinstance(axes_or_type, str):
+    if isinstance(axes_or_type, tuple):
         typed = _axis_group(ctx, base, axes_or_type, encoder)
     else:
         typed = _tensor(ctx, base, axes_or_type, encoder, session.options)
@@ -91,10 +100,12 @@ def _could_be_ours(item: Type) -> bool:
     return isinstance(item, UnboundType) and item.original_str_expr is None
 
 
-def _read_metadata(ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_form: bool) -> SpmdType | str | None:
-    """The SPMD type the metadata declares, the axis of an ``Axis[...]``, or ``None``."""
+def _read_metadata(
+    ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_form: bool
+) -> SpmdType | tuple[str, ...] | None:
+    """The SPMD type the metadata declares, the axes of its ``Axis[...]`` markers in order, or ``None``."""
     markers: list[AxisTypes] = []
-    axes: set[str] = set()
+    axes: list[str] = []
     for item in metadata:
         if is_alias_form and isinstance(item, RawExpressionType) and isinstance(item.literal_value, str):
             try:
@@ -108,17 +119,17 @@ def _read_metadata(ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_f
             continue  # another library's metadata
         fullname = lookup_type_name(ctx.api, item.name, ctx.context)
         if fullname in AXIS_MARKERS:
-            axes.add(_axis_name(item))
+            axes.append(_axis_name(item))
         elif fullname in LOCAL_TYPE_MARKERS or fullname in SHARD_MARKERS:
             markers.append(_marker(item, fullname))
         elif is_alias_form:
             raise _Bad(f"Spmd[...]: {item.name} is not an SPMD marker (R, I, V, P or S)")
     if axes and markers:
         raise _Bad("Axis[...] marks process groups and cannot be combined with tensor markers")
-    if len(axes) > 1:
-        raise _Bad(f"a process group belongs to one mesh axis, got {', '.join(sorted(axes))}")
+    if len(set(axes)) < len(axes):
+        raise _Bad(f"Axis[...] names each mesh axis once, got {', '.join(axes)}")
     if axes:
-        return axes.pop()
+        return tuple(axes)
     try:
         return spmd_type_from_metadata(markers)
     except AnnotationError as error:
@@ -183,12 +194,18 @@ def _tensor(
     return encoder.tensor(spmd, proper, inferred=False)
 
 
-def _axis_group(ctx: AnalyzeTypeContext, base: Type, axis: str, encoder: Encoder) -> Type | None:
+def _axis_group(ctx: AnalyzeTypeContext, base: Type, axes: tuple[str, ...], encoder: Encoder) -> Type | None:
+    """A ProcessGroup of one mesh axis, or a DeviceMesh whose dims are ``axes`` in order."""
     proper = get_proper_type(base)
+    if isinstance(proper, Instance) and proper.type.has_base(DEVICE_MESH):
+        return encoder.named_mesh(axes)
     if not (isinstance(proper, Instance) and proper.type.has_base(PROCESS_GROUP)):
-        _fail(ctx, f"Axis[...] applies to a ProcessGroup, not to {base}", Code.ANNOTATION)
+        _fail(ctx, f"Axis[...] applies to a ProcessGroup or a DeviceMesh, not to {base}", Code.ANNOTATION)
         return base
-    return encoder.axis_group(axis)
+    if len(axes) > 1:
+        _fail(ctx, f"a process group belongs to one mesh axis, got {', '.join(axes)}", Code.ANNOTATION)
+        return base
+    return encoder.axis_group(axes[0])
 
 
 def _stubs_missing(ctx: AnalyzeTypeContext, encoder: Encoder, warned: StubsWarned) -> None:

@@ -54,7 +54,6 @@ from spmd_types.typesystem import (
     check_fits,
     check_group,
     paths_disagree,
-    retargeted,
 )
 
 __all__ = [
@@ -305,8 +304,7 @@ def fit_declared(
     operands: tuple[str, ...] = ()
     producer = verdict.producer
     if producer is not None:
-        violations = tuple(retargeted(v, producer.call, producer.axis, producer.src, declared.get(v.axis or ""))
-                           for v in violations)
+        violations = tuple(producer.retarget(v, declared.get(v.axis or "")) for v in violations)
         operands = (producer.x,)
     value_name = spell(context) if isinstance(context, Expression) else "x"
     verdict.report(violations, context, where, operands, value=value_name, speculative=verdict.speculative)

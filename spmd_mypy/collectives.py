@@ -51,12 +51,13 @@ from spmd_types.typesystem import (
     check_call_on_axes,
     check_fits,
     flattened_axes,
+    retargeted,
     shard_marker,
     spmd_type_from_metadata,
 )
 
 __all__ = [
-    "COLLECTIVES", "apply_call", "by_name", "check_assert_type", "check_collective", "unknown_on",
+    "COLLECTIVES", "apply_call", "by_name", "check_assert_type", "check_collective", "int_literal", "unknown_on",
 ]
 
 COLLECTIVES: Final = {spmd_function(name): name for name in CALLS}
@@ -119,7 +120,10 @@ def apply_call(
     value = spell(x_expr) if x_expr is not None else "x"
     src_used = src if src is not None else CALLS[call].src_default
     # A boundary mismatch is fixed at the call itself (its dst), which a fix can spell for one axis.
-    producer = Producer(call, axes[0], src_used, value) if src_used is not None and len(axes) == 1 else None
+    producer = None
+    if src_used is not None and len(axes) == 1:
+        used: Endpoint = src_used
+        producer = Producer(value, lambda v, want: retargeted(v, call, axes[0], used, want))
     verdict = _typed_result(ctx, result, producer)
     if isinstance(found, Divergent) and x_expr is not None:
         report_divergent(verdict, x_expr, found)  # a branch or loop iteration the call may mistake
@@ -255,13 +259,14 @@ def _endpoint(arg: tuple[Expression, Type] | None) -> Endpoint | _Unreadable | N
     if isinstance(expr, RefExpr) and expr.fullname in LOCAL_TYPE_MARKERS:
         return LOCAL_TYPES[LOCAL_TYPE_MARKERS[expr.fullname]]
     if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in SHARD_MARKERS:
-        dim = _int(expr.args[0]) if len(expr.args) == 1 else None
+        dim = int_literal(expr.args[0]) if len(expr.args) == 1 else None
         if dim is not None:
             return Shard(dim)
     return UNREADABLE
 
 
-def _int(expr: Expression) -> int | None:
+def int_literal(expr: Expression) -> int | None:
+    """An int written as a literal, or a negated literal (``-1``); else ``None``."""
     if isinstance(expr, IntExpr):
         return expr.value
     if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, IntExpr):
@@ -274,7 +279,7 @@ def _marker(expr: Expression) -> object:
     if not isinstance(expr, IndexExpr) or not isinstance(expr.base, RefExpr):
         raise ValueError("assert_type takes markers such as R['dp'] or S['tp', 0]")
     items = expr.index.items if isinstance(expr.index, TupleExpr) else [expr.index]
-    values = [item.value if isinstance(item, StrExpr) else _int(item) for item in items]
+    values = [item.value if isinstance(item, StrExpr) else int_literal(item) for item in items]
     code = LOCAL_TYPE_MARKERS.get(expr.base.fullname)
     if code is not None:
         if not all(isinstance(v, str) for v in values):

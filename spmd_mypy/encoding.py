@@ -44,7 +44,9 @@ from mypy.types import (
 from spmd_mypy.compat import lookup_type_info, read_side_channel, with_side_channel
 from spmd_mypy.fullnames import (
     AXIS_GROUP,
+    NAMED_MESH,
     PARAMETER,
+    PLACED_DTENSOR,
     SPMD_PACKAGE,
     SPMD_PARAMETER,
     SPMD_TENSOR,
@@ -53,7 +55,7 @@ from spmd_mypy.fullnames import (
     TENSOR,
 )
 from spmd_mypy.session import Session
-from spmd_types.typesystem import Constant, SpmdType, local_type, merge_paths, parse
+from spmd_types.typesystem import Constant, Placements, SpmdType, local_type, merge_paths, parse
 
 __all__ = [
     "Divergent",
@@ -120,12 +122,19 @@ class Encoder:
     @staticmethod
     def read_axis(typ: Type) -> str | None:
         """The mesh axis of a process group typed ``AxisGroup[Literal["tp"]]``."""
-        proper = get_proper_type(typ)
-        if isinstance(proper, Instance) and proper.type.fullname == AXIS_GROUP and proper.args:
-            arg = get_proper_type(proper.args[0])
-            if isinstance(arg, LiteralType) and isinstance(arg.value, str):
-                return arg.value
-        return None
+        return _literal_arg(typ, AXIS_GROUP)
+
+    @staticmethod
+    def read_mesh(typ: Type) -> tuple[str, ...] | None:
+        """The dim names of a device mesh typed ``NamedMesh[Literal["dp, tp"]]``, in order."""
+        text = _literal_arg(typ, NAMED_MESH)
+        return tuple(text.split(", ")) if text is not None else None
+
+    @staticmethod
+    def read_placements(typ: Type) -> Placements | None:
+        """The placements of a DTensor typed ``PlacedDTensor[Literal["dp:Replicate(), tp:Shard(0)"]]``."""
+        text = _literal_arg(typ, PLACED_DTENSOR)
+        return Placements.parse(text) if text is not None else None
 
     # -- writing -----------------------------------------------------------------
 
@@ -164,10 +173,30 @@ class Encoder:
 
     def axis_group(self, axis: str) -> Instance | None:
         """``AxisGroup[Literal[axis]]``, the type of a process group of mesh axis ``axis``."""
-        info = lookup_type_info(self._modules, AXIS_GROUP)
-        if info is None:
-            return None
-        return Instance(info, [LiteralType(axis, self._str)])
+        return self._literal_instance(AXIS_GROUP, axis)
+
+
+    def named_mesh(self, dims: tuple[str, ...]) -> Instance | None:
+        """``NamedMesh[Literal["dp, tp"]]``, the type of a device mesh whose dims are ``dims``."""
+        return self._literal_instance(NAMED_MESH, ", ".join(dims))
+
+    def placed_dtensor(self, placements: Placements) -> Instance | None:
+        """``PlacedDTensor[Literal[...]]``, the type of a DTensor with ``placements``."""
+        return self._literal_instance(PLACED_DTENSOR, str(placements))
+
+    def _literal_instance(self, fullname: str, text: str) -> Instance | None:
+        info = lookup_type_info(self._modules, fullname)
+        return Instance(info, [LiteralType(text, self._str)]) if info is not None else None
+
+
+def _literal_arg(typ: Type, fullname: str) -> str | None:
+    """The string literal argument of an instance of phantom class ``fullname``."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, Instance) and proper.type.fullname == fullname and proper.args:
+        arg = get_proper_type(proper.args[0])
+        if isinstance(arg, LiteralType) and isinstance(arg.value, str):
+            return arg.value
+    return None
 
 
 def _read_instance(instance: Instance) -> SpmdType | None:

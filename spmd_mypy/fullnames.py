@@ -23,14 +23,22 @@ __all__ = [
     "BUILTIN_SUM",
     "CONSTANTS",
     "DEVICE_MESH",
+    "DTENSOR",
+    "DTENSOR_RECEIVERS",
     "FALSE",
+    "INIT_DEVICE_MESH",
     "LIST",
+    "LOCAL_MAP",
     "LOCAL_TYPE_MARKERS",
+    "MESH_RECEIVERS",
     "MODULE",
+    "NAMED_MESH",
     "NONE",
     "NO_GRAD",
     "NUMBERS",
     "PARAMETER",
+    "PLACED_DTENSOR",
+    "PLACEMENT_CLASSES",
     "PROCESS_GROUP",
     "RANK_FUNCTIONS",
     "SEQUENCES",
@@ -63,6 +71,8 @@ SPMD_PACKAGE: Final = "spmd_types"
 SPMD_TENSOR: Final = "spmd_types._typed.SpmdTensor"
 SPMD_PARAMETER: Final = "spmd_types._typed.SpmdParameter"
 AXIS_GROUP: Final = "spmd_types._typed.AxisGroup"
+NAMED_MESH: Final = "spmd_types._typed.NamedMesh"
+PLACED_DTENSOR: Final = "spmd_types._typed.PlacedDTensor"
 """The stub-only classes that carry SPMD types (``stubs/spmd_types/_typed.pyi``; see :mod:`spmd_mypy.encoding`)."""
 
 SPMD_TENSORS: Final = frozenset({SPMD_TENSOR, SPMD_PARAMETER})
@@ -106,6 +116,17 @@ PROCESS_GROUP: Final = "torch._C._distributed_c10d.ProcessGroup"
 DEVICE_MESH: Final = "torch.distributed.device_mesh.DeviceMesh"
 MODULE: Final = "torch.nn.modules.module.Module"
 AUTOGRAD_FUNCTION: Final = "torch.autograd.function.Function"
+
+DTENSOR: Final = "torch.distributed.tensor._api.DTensor"
+DTENSOR_RECEIVERS: Final = frozenset({DTENSOR, PLACED_DTENSOR})
+"""Classes whose ``to_local``/``redistribute`` are DTensor's (mypy keys a method hook by the receiver's class)."""
+MESH_RECEIVERS: Final = frozenset({DEVICE_MESH, NAMED_MESH})
+INIT_DEVICE_MESH: Final = "torch.distributed.device_mesh.init_device_mesh"
+LOCAL_MAP: Final = "torch.distributed.tensor.experimental._func_map.local_map"
+PLACEMENT_CLASSES: Final = {
+    f"torch.distributed.tensor.placement_types.{kind}": kind for kind in ("Shard", "Replicate", "Partial", "Reduced")
+}
+"""DTensor's placement classes, by full name, with the kind the rule core names them by."""
 
 NO_GRAD: Final = frozenset({"torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
 """Context managers and decorators under which torch records no autograd graph."""

@@ -34,7 +34,7 @@ from mypy.plugin import (
 )
 from mypy.types import FunctionLike, Type
 
-from spmd_mypy import boundaries, collectives, ecosystem, gradients, gradual, ops
+from spmd_mypy import boundaries, collectives, dtensor, ecosystem, gradients, gradual, ops
 from spmd_mypy.annotations import analyze
 from spmd_mypy.boundaries import fit_declared
 from spmd_mypy.callables import declared_attribute, declared_function, declared_method
@@ -46,6 +46,9 @@ from spmd_mypy.fullnames import (
     ANNOTATED,
     ASSERT_TYPE,
     BUILTIN_SUM,
+    DTENSOR_RECEIVERS,
+    INIT_DEVICE_MESH,
+    MESH_RECEIVERS,
     SPMD_ALIAS,
     TENSOR_PROPERTY_OWNERS,
     TENSOR_RECEIVERS,
@@ -68,6 +71,14 @@ SignatureContext = TypeVar("SignatureContext", FunctionSigContext, MethodSigCont
 
 Handler: TypeAlias = Callable[[Session, HookContext], Verdict]
 """A handler of a call or an attribute: what it found, for :func:`finish` to apply."""
+
+
+_DTENSOR_METHODS: dict[str, Handler[MethodContext]] = {
+    "from_local": dtensor.check_from_local_call,
+    "to_local": dtensor.check_to_local,
+    "redistribute": dtensor.check_redistribute,
+}
+"""DTensor's methods that cross between local and global code, or change placements."""
 
 
 class Router:
@@ -99,6 +110,8 @@ class Router:
             return partial(ecosystem.check_in_place_call, entry=in_place)
         if (role := GROUP_GETTERS.get(fullname)) is not None:
             return partial(ecosystem.group_of_role, role=role)
+        if fullname == INIT_DEVICE_MESH:
+            return dtensor.check_init_device_mesh
         if fullname == BUILTIN_SUM:
             return ops.check_builtin_sum
         if fullname in AUTOGRAD_FUNCTIONS:
@@ -132,6 +145,10 @@ class Router:
         owner, method = method_of(fullname)
         if owner in TENSOR_RECEIVERS:
             return gradients.check_backward_method if method == "backward" else partial(ops.check_method, method=method)
+        if owner in DTENSOR_RECEIVERS and method in _DTENSOR_METHODS:
+            return _DTENSOR_METHODS[method]
+        if owner in MESH_RECEIVERS and method == "__getitem__":
+            return dtensor.check_submesh
         if method == "__call__" and (module_op := ops.torch_module_op(owner)) is not None:
             return partial(ops.check_module_call, module=module_op)
         declared = declared_method(self._session, owner, method)

@@ -57,8 +57,8 @@ _PLUGIN_OPTIONS: Final = tuple(_Option(name, None, shown.example, shown.why) for
 TORCH_INTERNALS: Final[tuple[str, ...]] = (
     "torch._dynamo.*", "torch._inductor.*", "torch.fx.*", "torch._functorch.*", "torch.onnx.*",
     "torch.export.*", "torch._export.*", "torch._higher_order_ops.*", "torch._subclasses.*", "torch.testing.*",
-    "torch.utils._sympy.*", "torch.ao.*", "torch.distributed.tensor.*", "torch.distributed._tensor.*",
-    "torch.distributed.fsdp.*", "torch.distributed.pipelining.*", "torch.distributed.checkpoint.*",
+    "torch.utils._sympy.*", "torch.ao.*", "torch.distributed.fsdp.*", "torch.distributed.pipelining.*",
+    "torch.distributed.checkpoint.*",
     "torch._prims.*", "torch._refs.*", "torch._decomp.*", "torch.jit.*", "torch.package.*", "torch.sparse.*",
     "torch.masked.*", "torch.nested.*", "torch.utils.data.*", "torch.utils.benchmark.*",
     "torch.utils.tensorboard.*", "torch._library.*", "torch.compiler.*", "sympy.*", "torch.quantization.*",
@@ -69,7 +69,11 @@ TORCH_INTERNALS: Final[tuple[str, ...]] = (
     "torch._lazy.*", "torch.hub", "torch.overrides", "torch._tensor_str", "torch._ops", "torch.library",
     "torch._meta_registrations", "torch._prims_common.*",
 )
-"""Modules of torch (and sympy) that SPMD code never needs typed, skipped with ``skip_torch_internals``."""
+"""Modules of torch (and sympy) that SPMD code never needs typed, skipped with ``skip_torch_internals``.
+
+``torch.distributed.tensor`` is not among them: the checker reads DTensor's
+``from_local``, ``to_local`` and placements.
+"""
 
 _HEADER: Final = (
     "mypy configuration for a codebase checked by spmd-typecheck, printed by `spmd-check --print-config` "

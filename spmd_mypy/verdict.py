@@ -12,13 +12,13 @@ type, untouched.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from mypy.nodes import Context
 from mypy.types import Type
 
-from spmd_types.typesystem import Endpoint, SpmdType, Violation
+from spmd_types.typesystem import AxisType, SpmdType, Violation
 
 __all__ = ["Producer", "Report", "Verdict"]
 
@@ -45,12 +45,15 @@ class Report:
 
 @dataclass(frozen=True)
 class Producer:
-    """The collective or cast call whose result is being fitted: ``call(x, axis, src=src, ...)``."""
+    """The call whose result is being fitted, and how a mismatch is fixed at that call instead of after it.
 
-    call: str
-    axis: str
-    src: Endpoint
-    x: str  # how the input is spelled in the source
+    ``x`` spells the call's input (a fix of operand 0 applies to it);
+    ``retarget`` rewrites a violation on one axis given the declared type
+    there (a collective: the same call with that ``dst``).
+    """
+
+    x: str
+    retarget: Callable[[Violation, AxisType | None], Violation]
 
 
 @dataclass

@@ -26,6 +26,7 @@ Where each rule is:
 * :mod:`.numbers`: Python numbers read out of tensors or computed from the rank's index;
 * :mod:`.loss`: the ``loss.backward()`` rule;
 * :mod:`.ecosystem`: other libraries' communication functions and the calls they are;
+* :mod:`.placements`: DTensor placements and the local types they stand for;
 * :mod:`.codes`: the error codes, one per class of mistake;
 * :mod:`.violations`: structured violations with fixes.
 """
@@ -143,6 +144,15 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.partition_spec import global_shape as global_shape
     from spmd_types.typesystem.partition_spec import mesh_axes as mesh_axes
     from spmd_types.typesystem.partition_spec import per_axis_types as per_axis_types
+    from spmd_types.typesystem.placements import PLACEMENT_KINDS as PLACEMENT_KINDS
+    from spmd_types.typesystem.placements import Placement as Placement
+    from spmd_types.typesystem.placements import Placements as Placements
+    from spmd_types.typesystem.placements import check_from_local as check_from_local
+    from spmd_types.typesystem.placements import default_grad_placement as default_grad_placement
+    from spmd_types.typesystem.placements import placement_type as placement_type
+    from spmd_types.typesystem.placements import placements_for as placements_for
+    from spmd_types.typesystem.placements import retarget_to_local as retarget_to_local
+    from spmd_types.typesystem.placements import to_local_type as to_local_type
     from spmd_types.typesystem.planner import Plan as Plan
     from spmd_types.typesystem.planner import Step as Step
     from spmd_types.typesystem.planner import plan_redistribute as plan_redistribute
@@ -217,6 +227,11 @@ _DEFINED_IN: dict[str, str] = {
         ("Entry", "Factor", "MeshAxes", "PartitionSpec", "all_specs", "dual", "global_shape", "mesh_axes",
          "per_axis_types"),
         "partition_spec",
+    ),
+    **dict.fromkeys(
+        ("PLACEMENT_KINDS", "Placement", "Placements", "check_from_local", "default_grad_placement", "placement_type",
+         "placements_for", "retarget_to_local", "to_local_type"),
+        "placements",
     ),
     **dict.fromkeys(("Plan", "Step", "plan_redistribute", "plan_via_replicated",), "planner"),
     **dict.fromkeys(

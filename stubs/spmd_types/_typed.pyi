@@ -6,6 +6,8 @@ from typing import Generic, TypeVar
 
 from torch import Tensor
 from torch.distributed import ProcessGroup
+from torch.distributed.device_mesh import DeviceMesh
+from torch.distributed.tensor import DTensor
 from torch.nn import Parameter
 
 _L_co = TypeVar("_L_co", covariant=True)
@@ -25,3 +27,15 @@ class SpmdParameter(Parameter, SpmdTensor[_L_co]):
 
 class AxisGroup(ProcessGroup, Generic[_A_co]):
     """The process group of one mesh axis, named by a ``Literal`` argument."""
+
+class NamedMesh(DeviceMesh, Generic[_A_co]):
+    """A device mesh whose dim names are known, in order: ``NamedMesh[Literal["dp, tp"]]``."""
+
+class PlacedDTensor(DTensor, Generic[_L_co]):
+    """A DTensor whose placements on named mesh dims are known.
+
+    Written ``PlacedDTensor[Literal["dp:Replicate(), tp:Shard(0)"]]``.
+
+    A DTensor is a global tensor: ops on it are DTensor's, and the plugin gives their
+    results no type. Its placements are what ``to_local`` turns into a local type.
+    """
