@@ -49,7 +49,7 @@ from spmd_mypy.fullnames import AXIS_INDEX, CONSTANTS, NUMBERS, SEQUENCES
 from spmd_mypy.report import spell
 from spmd_types.typesystem import NOT_KNOWN, UNKNOWN, WEAK, ZERO, Operand, OpRule, Shard, SpmdType, V, canonical_param
 
-__all__ = ["Arguments", "contains_tensor", "read_arguments", "with_result"]
+__all__ = ["Arguments", "contains_tensor", "literal_value", "read_arguments", "with_result"]
 
 
 @dataclass
