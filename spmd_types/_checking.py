@@ -296,13 +296,21 @@ class TypeTracker:
         collectives are its implementation of the call.  A list of tensors
         (``entry.tensor_list``) is checked when its tensors share one type;
         a reduction that is not a sum, max, min or average by name leaves
-        the result unknown.
+        the result unknown.  A call that leaves the group out is checked on
+        the mesh axis its library's default group stands for, and runs on
+        that axis's group: what is checked is what runs, also where the
+        library's own parallel state was never set up (on simulated ranks).
+        torch's default group, the world, is left as it is.
         """
         arguments = _bind(fn, args, kwargs)
         x = arguments.get(entry.tensor)
         if entry.tensor_list and isinstance(x, (list, tuple)) and x:
             x = x[0] if len({str(self._known(t)) for t in x}) == 1 else None
-        axes = _library_axes(arguments.get(entry.group), entry.default_role)
+        group = arguments.get(entry.group)
+        axes = _library_axes(group, entry.default_role)
+        mesh = _mesh.current_mesh()
+        if group is None and entry.default_role != WORLD and axes is not None and mesh is not None and arguments:
+            args, kwargs = _with_argument(fn, args, kwargs, entry.group, mesh.get_group(axes[0]))
         op = _reduction(arguments.get(entry.reduction, "sum")) if entry.reduction is not None else "sum"
         src, dst = entry.endpoints(*(_literal_dim(arguments.get(p)) if p else None
                                      for p in (entry.src_dim, entry.dst_dim)))
@@ -863,6 +871,14 @@ def _bind(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str,
         return dict(_signature_of(func).bind(*args, **kwargs).arguments)
     except (TypeError, ValueError):
         return {}
+
+
+def _with_argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str,
+                   value: object) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``args`` and ``kwargs`` of a call of ``func`` that binds them, with parameter ``name`` set to ``value``."""
+    bound = _signature_of(func).bind(*args, **kwargs)
+    bound.arguments[name] = value
+    return bound.args, bound.kwargs
 
 
 # -- axes ----------------------------------------------------------------------------------
