@@ -10,8 +10,10 @@ STAMP := $(VENV)/.installed
 setup: $(STAMP)
 
 # Libraries whose communication functions the checker types (spmd_types.typesystem.ecosystem),
-# installed without their dependencies so that the tests run them against the real code.
-ECOSYSTEM := megatron-core==0.16.1
+# installed without their dependencies so that the tests run them against the real code
+# (deepspeed as a source tree: importing it needs dependencies it does not get, so the tests
+# load the one module they run, deepspeed/sequence/layer.py; see tests/runtime/deepspeed_layer.py).
+ECOSYSTEM := megatron-core==0.16.1 deepspeed==0.19.8
 
 # torch is pinned for development: 2.13.0 installs from local disk, a newer
 # release would download a multi-GB CUDA build. The package accepts torch>=2.6.

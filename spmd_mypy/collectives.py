@@ -36,6 +36,7 @@ from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import DEVICE_MESH, LOCAL_TYPE_MARKERS, SHARD_MARKERS, STR, spmd_function
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.values import contains_tensor
 from spmd_mypy.verdict import Producer, Verdict
 from spmd_types.typesystem import (
     CALLS,
@@ -96,7 +97,7 @@ def check_collective(session: Session, ctx: FunctionContext, call: str) -> Verdi
 
 def apply_call(
     session: Session,
-    ctx: FunctionContext,
+    ctx: FunctionContext | MethodContext,
     call: str,
     x: tuple[Expression | None, Type],
     axis: str | tuple[str, ...],
@@ -104,13 +105,15 @@ def apply_call(
     dst: Endpoint | None,
     reduction: str = "sum",
     where: str | None = None,
+    returns: Type | None = None,
 ) -> Verdict:
     """``call(x, axis, src=src, dst=dst)`` at this call site.
 
     ``axis`` is one mesh axis or a tuple of them (one call on their flattened
     group: the core checks it on each).  ``where`` names the call in messages
     (by default ``call``): a library function typed as one of these calls
-    names itself.
+    names itself, and ``returns`` is the result type to give where mypy's has
+    no tensor (an untyped library function's ``Any``).
     """
     axes = (axis,) if isinstance(axis, str) else axis
     x_expr, x_type = x
@@ -124,7 +127,7 @@ def apply_call(
     if src_used is not None and len(axes) == 1:
         used: Endpoint = src_used
         producer = Producer(value, lambda v, want: retargeted(v, call, axes[0], used, want))
-    verdict = _typed_result(ctx, result, producer)
+    verdict = _typed_result(ctx, result, producer, returns)
     if isinstance(found, Divergent) and x_expr is not None:
         report_divergent(verdict, x_expr, found)  # a branch or loop iteration the call may mistake
     verdict.report(violations, ctx.context, where or call, (value,), value)
@@ -137,7 +140,7 @@ def apply_call(
     return verdict
 
 
-def unknown_on(ctx: FunctionContext, x_type: Type, axis: str | tuple[str, ...] | None) -> Verdict:
+def unknown_on(ctx: FunctionContext | MethodContext, x_type: Type, axis: str | tuple[str, ...] | None) -> Verdict:
     """The input's type with ``axis`` unknown (every axis when ``axis`` is ``None``): an unreadable call."""
     found = Encoder.read(x_type)
     have = found if isinstance(found, SpmdType) else None
@@ -170,11 +173,17 @@ def check_assert_type(session: Session, ctx: FunctionContext) -> Verdict:
     return verdict
 
 
-def _typed_result(ctx: FunctionContext, result: SpmdType | None, producer: Producer | None) -> Verdict:
-    """The call's tensor result typed ``result`` and fitted to the declaration it goes into (none if not a tensor)."""
-    if result is None or not is_tensor(ctx.default_return_type):
+def _typed_result(ctx: FunctionContext | MethodContext, result: SpmdType | None, producer: Producer | None,
+                  returns: Type | None = None) -> Verdict:
+    """The call's tensor result typed ``result`` and fitted to the declaration it goes into (none if not a tensor).
+
+    ``returns`` replaces mypy's result type when that has no tensor.
+    """
+    if returns is not None and contains_tensor(ctx.default_return_type):
+        returns = None
+    if result is None or not (returns is not None or is_tensor(ctx.default_return_type)):
         return Verdict()
-    return Verdict(result=result, fit=True, producer=producer)
+    return Verdict(returns=returns, result=result, fit=True, producer=producer)
 
 
 def by_name(ctx: FunctionContext | MethodContext) -> dict[str, tuple[Expression, Type]]:

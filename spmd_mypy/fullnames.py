@@ -41,6 +41,7 @@ __all__ = [
     "PLACEMENT_CLASSES",
     "PROCESS_GROUP",
     "RANK_FUNCTIONS",
+    "REDUCE_OP",
     "SEQUENCES",
     "SHARD_MARKERS",
     "SPMD_ALIAS",
@@ -57,6 +58,7 @@ __all__ = [
     "TORCH_DISTRIBUTED",
     "TRUE",
     "TYPING_SEQUENCE",
+    "WORLD_GROUP_OWNERS",
     "method_of",
     "public_function_name",
     "public_module_name",
@@ -138,6 +140,11 @@ TENSOR_PROPERTY_OWNERS: Final = frozenset({TENSOR_BASE, TENSOR})
 """The classes that define the tensor properties (mypy keys an attribute hook by the defining class)."""
 
 TORCH_DISTRIBUTED: Final = "torch.distributed."
+REDUCE_OP: Final = frozenset({"torch._C._distributed_c10d.ReduceOp", "torch._C._distributed_c10d.ReduceOp.RedOpType"})
+"""torch's reductions: ``ReduceOp.MAX`` (or ``ReduceOp.RedOpType.MAX``) is a member of one of these."""
+WORLD_GROUP_OWNERS: Final = frozenset(
+    {"torch.distributed.distributed_c10d.group", "torch.distributed.distributed_c10d.GroupMember"})
+"""The classes whose ``WORLD`` is torch's default process group (``dist.group.WORLD``)."""
 """The prefix of torch.distributed's functions."""
 
 RANK_FUNCTIONS: Final = frozenset({"torch.distributed.distributed_c10d.get_rank", "torch.distributed.get_rank"})

@@ -142,6 +142,8 @@ class Router:
         return self._calls(handler) if handler is not None else None
 
     def _method_handler(self, fullname: str) -> Handler[MethodContext] | None:
+        if (equivalent := EQUIVALENTS.get(fullname)) is not None:  # DeepSpeed's _SeqAllToAll.apply
+            return partial(ecosystem.check_library_call, equivalent=equivalent)
         owner, method = method_of(fullname)
         if owner in TENSOR_RECEIVERS:
             return gradients.check_backward_method if method == "backward" else partial(ops.check_method, method=method)

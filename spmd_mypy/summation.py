@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mypy.nodes import CallExpr, Expression, MemberExpr, NameExpr, OpExpr, RefExpr
-from mypy.plugin import FunctionContext
+from mypy.plugin import FunctionContext, MethodContext
 
 from spmd_mypy import files
 from spmd_mypy.compat import expression_type
@@ -47,7 +47,7 @@ Summand = tuple[str, AxisType | None]
 
 def check_summed_input(
     session: Session,
-    ctx: FunctionContext,
+    ctx: FunctionContext | MethodContext,
     verdict: Verdict,
     call: str,
     x: Expression,
@@ -71,7 +71,7 @@ def check_summed_input(
         verdict.report([violation], ctx.context, where, tuple(n for n, _ in summands), spell(x))
 
 
-def _summands(ctx: FunctionContext, expr: Expression, axis: str) -> Iterator[Summand]:
+def _summands(ctx: FunctionContext | MethodContext, expr: Expression, axis: str) -> Iterator[Summand]:
     if isinstance(expr, OpExpr) and expr.op in ("+", "-"):
         yield from _summands(ctx, expr.left, axis)
         yield from _summands(ctx, expr.right, axis)
@@ -126,7 +126,7 @@ def _called_op(call: CallExpr) -> _Op | None:
     return _Op(public, spell(callee), positional, keywords) if public is not None else None
 
 
-def _kind(ctx: FunctionContext, expr: Expression, axis: str) -> AxisType | None:
+def _kind(ctx: FunctionContext | MethodContext, expr: Expression, axis: str) -> AxisType | None:
     typ = expression_type(ctx.api, expr)
     found = Encoder.read(typ) if typ is not None else None
     return found.get(axis) if isinstance(found, SpmdType) else None

@@ -51,7 +51,7 @@ from spmd_mypy.numbers import NumberReader
 from spmd_mypy.report import spell
 from spmd_types.typesystem import NOT_KNOWN, UNKNOWN, WEAK, ZERO, Operand, OpRule, Shard, SpmdType, canonical_param
 
-__all__ = ["POSITIONS", "Arguments", "contains_tensor", "read_arguments", "with_result"]
+__all__ = ["POSITIONS", "Arguments", "contains_tensor", "literal_value", "read_arguments", "with_result"]
 
 POSITIONS: Final = frozenset({"start", "end", "step", "length", "index", "fill_value", "shifts", "split_size"})
 """Number parameters that place or fill values (``narrow(dim, start, length)``, ``arange(end)``,

@@ -80,6 +80,7 @@ from spmd_types.typesystem import (
     SUM_OPS,
     UNKNOWN,
     WEAK,
+    WORLD,
     ZERO,
     AnnotationError,
     AxisTypes,
@@ -109,6 +110,7 @@ from spmd_types.typesystem import (
     flattened_axes,
     is_varying,
     lookup,
+    reduction_name,
     retargeted,
     route,
     spmd_type_from_metadata,
@@ -291,30 +293,34 @@ class TypeTracker:
         """A call of another library's function ``fn``, checked and typed as its ``entry`` in the core's table.
 
         Nothing inside it is tracked: the library's own ops and in-place
-        collectives are its implementation of the call.  A call that leaves
-        the group out is checked on the mesh axis its library's default group
-        stands for, and runs on that axis's group: what is checked is what
-        runs, also where the library's own parallel state was never set up
-        (on simulated ranks).
+        collectives are its implementation of the call.  A list of tensors
+        (``entry.tensor_list``) is checked when its tensors share one type;
+        a reduction that is not a sum, max, min or average by name leaves
+        the result unknown.  A call that leaves the group out is checked on
+        the mesh axis its library's default group stands for, and runs on
+        that axis's group: what is checked is what runs, also where the
+        library's own parallel state was never set up (on simulated ranks).
+        torch's default group, the world, is left as it is.
         """
         arguments = _bind(fn, args, kwargs)
         x = arguments.get(entry.tensor)
+        if entry.tensor_list and isinstance(x, (list, tuple)) and x:
+            x = x[0] if len({str(self._known(t)) for t in x}) == 1 else None
         group = arguments.get(entry.group)
-        if group is not None:
-            axes = _group_axes(group)
-        else:
-            axes = _mesh_axis(entry.default_role) if entry.default_role is not None else None
-            mesh = _mesh.current_mesh()
-            if axes is not None and mesh is not None and arguments:
-                args, kwargs = _with_argument(fn, args, kwargs, entry.group, mesh.get_group(axes[0]))
-        dst = entry.dst
+        axes = _library_axes(group, entry.default_role)
+        mesh = _mesh.current_mesh()
+        if group is None and entry.default_role != WORLD and axes is not None and mesh is not None and arguments:
+            args, kwargs = _with_argument(fn, args, kwargs, entry.group, mesh.get_group(axes[0]))
+        op = _reduction(arguments.get(entry.reduction, "sum")) if entry.reduction is not None else "sum"
+        src, dst = entry.endpoints(*(_literal_dim(arguments.get(p)) if p else None
+                                     for p in (entry.src_dim, entry.dst_dim)))
         if entry.variant is not None and arguments.get(entry.variant.parameter, True) is False:
             dst = entry.variant.dst_if_false
         run = functools.partial(self._unchecked, fn, args, kwargs)
-        if not isinstance(x, torch.Tensor) or axes is None:
+        if not isinstance(x, torch.Tensor) or axes is None or op is None:
             return run()
-        where = f"{entry.name} (that is, {entry.spelled(dst)})"
-        return self._typed_call(entry.call, axes, x, entry.src, dst, "sum", run, where, entry.tensor)
+        where = f"{entry.shown} (that is, {entry.spelled(dst, src, op)})"
+        return self._typed_call(entry.call, axes, x, src, dst, op, run, where, entry.tensor)
 
     def _check_summed(self, call: str, axes: Sequence[str], x: torch.Tensor, src: Endpoint, dst: Endpoint,
                       op: str) -> None:
@@ -912,11 +918,34 @@ def _group_axes(group: object) -> tuple[str, ...] | None:
     return None
 
 
-def _mesh_axis(role: str) -> tuple[str, ...] | None:
-    """The axis of the current mesh that a library's own group ``role`` is: the one named like it, if any."""
+def _library_axes(group: object, default_role: str | None) -> tuple[str, ...] | None:
+    """The axes of the group a library function is called with, or of its default group when that is ``None``.
+
+    torch's default group (``group.WORLD``) is every axis of the current
+    mesh, when the mesh spans every rank.
+    """
+    world = getattr(getattr(_dist.dist, "group", None), "WORLD", None)
+    role = WORLD if group is not None and group is world else default_role if group is None else None
+    if role is None:
+        return None if group is None else _group_axes(group)
     mesh = _mesh.current_mesh()
     names = mesh.mesh_dim_names if mesh is not None else None
-    return (role,) if names and role in names else None
+    if not names:
+        return None
+    if role == WORLD:
+        spans = _dist.dist.is_initialized() and mesh is not None and mesh.size() == _dist.dist.get_world_size()
+        return tuple(names) if spans else None
+    return (role,) if role in names else None
+
+
+def _reduction(op: object) -> str | None:
+    """The ``op=`` a library's reduction argument is (``"sum"``, ``ReduceOp.MAX``); ``None`` for another kind."""
+    name = op if isinstance(op, str) else getattr(op, "name", None)
+    return reduction_name(name) if isinstance(name, str) else None
+
+
+def _literal_dim(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def checked(fn: _F) -> _F:

@@ -50,7 +50,7 @@ def _by_name() -> dict[str, Entry]:
         found[equivalent.function] = equivalent
         module = equivalent.function.rpartition(".")[0]
         for package, source in REEXPORTS.items():
-            if source == module:
+            if source == module and not equivalent.name.startswith("_"):  # a star import leaves those out
                 found[f"{package}.{equivalent.name}"] = equivalent
     for in_place in IN_PLACE.values():
         found[in_place.function] = found[in_place.name] = in_place
@@ -95,6 +95,9 @@ def plan(entry: Entry, call: cst.Call) -> Plan | str:
 
 
 def _plan_equivalent(equivalent: Equivalent, call: cst.Call) -> Plan | str:
+    if equivalent.tensor_list or equivalent.returns_tuple:
+        return (f"it {'takes a list of tensors' if equivalent.tensor_list else 'returns a tuple of tensors'}, "
+                f"while spmd_types.{equivalent.call} takes and returns one stacked tensor")
     bound = _bind(call, equivalent.parameters)
     if isinstance(bound, str):
         return bound

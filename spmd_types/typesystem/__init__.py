@@ -74,11 +74,13 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.ecosystem import REEXPORTS as REEXPORTS
     from spmd_types.typesystem.ecosystem import ROLES as ROLES
     from spmd_types.typesystem.ecosystem import VERIFIED_AGAINST as VERIFIED_AGAINST
+    from spmd_types.typesystem.ecosystem import WORLD as WORLD
     from spmd_types.typesystem.ecosystem import Equivalent as Equivalent
     from spmd_types.typesystem.ecosystem import FlagVariant as FlagVariant
     from spmd_types.typesystem.ecosystem import FunctionalOp as FunctionalOp
     from spmd_types.typesystem.ecosystem import InPlace as InPlace
     from spmd_types.typesystem.ecosystem import check_in_place as check_in_place
+    from spmd_types.typesystem.ecosystem import reduction_name as reduction_name
     from spmd_types.typesystem.join import Operand as Operand
     from spmd_types.typesystem.join import OpOutcome as OpOutcome
     from spmd_types.typesystem.join import apply_op as apply_op
@@ -197,7 +199,8 @@ _DEFINED_IN: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("EQUIVALENTS", "Equivalent", "FUNCTIONAL_OPS", "FlagVariant", "FunctionalOp", "GROUP_GETTERS", "IN_PLACE",
-         "InPlace", "PASS_THROUGH_OPS", "RANK_GETTERS", "REEXPORTS", "ROLES", "VERIFIED_AGAINST", "check_in_place"),
+         "InPlace", "PASS_THROUGH_OPS", "RANK_GETTERS", "REEXPORTS", "ROLES", "VERIFIED_AGAINST", "WORLD",
+         "check_in_place", "reduction_name"),
         "ecosystem",
     ),
     **dict.fromkeys(

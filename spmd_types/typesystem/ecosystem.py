@@ -19,6 +19,11 @@ A library function finds its process group in a parameter; when the caller
 leaves it out, the library uses a group of its own choosing, named here by a
 *role* (``"tp"``: Megatron's tensor-model-parallel group).  Which mesh axis a
 role is, is the user's configuration (by default the axis named like the role).
+torch's default group is :data:`WORLD`: every rank, which is the flattened
+group of all the mesh's axes when the mesh spans every rank.
+
+Where torch's backward differs from the equivalent call's, the entry says so
+in a comment, and ``docs/libraries.md`` lists it.
 """
 
 from __future__ import annotations
@@ -33,15 +38,28 @@ from spmd_types.typesystem.violations import Violation
 
 __all__ = [
     "EQUIVALENTS", "FUNCTIONAL_OPS", "GROUP_GETTERS", "IN_PLACE", "PASS_THROUGH_OPS", "RANK_GETTERS", "REEXPORTS",
-    "ROLES",
-    "VERIFIED_AGAINST",
-    "Equivalent", "FlagVariant", "FunctionalOp", "InPlace", "check_in_place",
+    "ROLES", "VERIFIED_AGAINST", "WORLD",
+    "Equivalent", "FlagVariant", "FunctionalOp", "InPlace", "check_in_place", "reduction_name",
 ]
 
 ROLES: Final = ("tp", "cp", "ep")
 """The parallel groups a library can pick by itself, each the default name of its mesh axis."""
 
-VERIFIED_AGAINST: Final = {"megatron-core": "0.16.1"}
+WORLD: Final = "world"
+"""The role of torch's default group (``group.WORLD``): every rank.
+
+It is no axis of its own: on a mesh that spans every rank it is the flattened
+group of all the mesh's axes, in the mesh's order (the plugin takes them from
+its ``axes`` option; runtime checking from the current mesh).  Where they are
+not known, a call on it is unknown.
+"""
+
+VERIFIED_AGAINST: Final = {"megatron-core": "0.16.1", "torch": "2.13.0", "deepspeed": "0.19.8"}
+
+
+def reduction_name(spelled: str) -> str:
+    """The reduction a library names, spelled as the collectives' ``op=``: ``ReduceOp.MAX`` and "MAX" are "max"."""
+    return spelled.rpartition(".")[2].lower()
 
 
 @dataclass(frozen=True)
@@ -66,6 +84,18 @@ class Equivalent:
     ``reshapes_to_2d``: the library first reshapes its input to two dims,
     ``[-1, last dim]`` (and so returns two dims); the equivalent call then
     takes ``x.flatten(0, -2)``.
+
+    ``reduction`` names the parameter that holds the reduction (torch's
+    ``op=ReduceOp.SUM``); the equivalent call then has that ``op=``, and a
+    reduction that cannot be read makes the result unknown (``None``: always
+    a sum).  ``src_dim``/``dst_dim`` name parameters whose literal value ``d``
+    makes the table's ``V`` at ``src``/``dst`` the shard ``S(d)``
+    (``gather_dim``).  ``tensor_list``: the tensor parameter holds a list of
+    tensors of type ``src`` that the equivalent takes stacked on a new dim 0;
+    ``returns_tuple``: the library returns the equivalent's result unbound
+    along dim 0, each tensor of type ``dst``.  ``shown_as`` is how messages
+    name the function where the caller's spelling is not known (by default
+    :attr:`name`).
     """
 
     function: str
@@ -78,11 +108,21 @@ class Equivalent:
     default_role: str | None
     variant: FlagVariant | None = None
     reshapes_to_2d: bool = False
+    reduction: str | None = None
+    src_dim: str | None = None
+    dst_dim: str | None = None
+    tensor_list: bool = False
+    returns_tuple: bool = False
+    shown_as: str = ""
 
     def __post_init__(self) -> None:
         if self.call not in CALLS:
             raise ValueError(f"{self.function}: {self.call} is not a collective or cast")
-        named = (self.tensor, self.group, *((self.variant.parameter,) if self.variant else ()))
+        dims = ((self.src_dim, self.src), (self.dst_dim, self.dst))
+        if any(parameter is not None and end is not V for parameter, end in dims):
+            raise ValueError(f"{self.function}: only a V end takes its shard dim from a parameter")
+        optional = (self.variant.parameter if self.variant else None, self.reduction, self.src_dim, self.dst_dim)
+        named = (self.tensor, self.group, *(p for p in optional if p is not None))
         if not set(named) <= set(self.parameters):
             raise ValueError(f"{self.function}: {named} are not all among its parameters {self.parameters}")
         for dst in (self.dst, *((self.variant.dst_if_false,) if self.variant else ())):
@@ -94,9 +134,20 @@ class Equivalent:
         """The function's own name, as callers write it."""
         return self.function.rpartition(".")[2]
 
-    def spelled(self, dst: Endpoint) -> str:
+    @property
+    def shown(self) -> str:
+        """How messages name the function where the caller's spelling is not known."""
+        return self.shown_as or self.name
+
+    def endpoints(self, src_dim: int | None = None, dst_dim: int | None = None) -> tuple[Endpoint, Endpoint]:
+        """``src`` and ``dst`` of a call whose ``src_dim``/``dst_dim`` arguments are these literals (``None``: not)."""
+        return (Shard(src_dim) if src_dim is not None else self.src,
+                Shard(dst_dim) if dst_dim is not None else self.dst)
+
+    def spelled(self, dst: Endpoint, src: Endpoint | None = None, op: str = "sum") -> str:
         """The equivalent call, for messages: ``all_reduce(src=P, dst=I)``."""
-        return f"{self.call}(src={self.src.code}, dst={dst.code})"
+        reduction = f", op={op!r}" if op != "sum" else ""
+        return f"{self.call}(src={(src or self.src).code}, dst={dst.code}{reduction})"
 
 
 _MEGATRON_MAPPINGS: Final = "megatron.core.tensor_parallel.mappings"
@@ -109,9 +160,7 @@ def _megatron(name: str, call: str, src: Endpoint, dst: Endpoint, variant: FlagV
                       variant, reshapes_to_2d)
 
 
-EQUIVALENTS: Final[dict[str, Equivalent]] = {
-    e.function: e
-    for e in (
+_MEGATRON_ENTRIES: Final = (
         # Identity forward, all-reduce backward: the input of a column-parallel layer.
         _megatron("copy_to_tensor_model_parallel_region", "reinterpret", I, R),
         # All-reduce forward, identity backward: the output of a row-parallel layer.
@@ -141,11 +190,12 @@ EQUIVALENTS: Final[dict[str, Equivalent]] = {
         # [tokens/TP, H] to [tokens, H/TP], and back.
         _megatron("all_to_all_sp2hp", "all_to_all", Shard(0), Shard(-1), reshapes_to_2d=True),
         _megatron("all_to_all_hp2sp", "all_to_all", Shard(-1), Shard(0), reshapes_to_2d=True),
-    )
-}
-"""Each library function's equivalent, by the function's full name."""
+)
 
-REEXPORTS: Final[dict[str, str]] = {"megatron.core.tensor_parallel": _MEGATRON_MAPPINGS}
+REEXPORTS: Final[dict[str, str]] = {
+    "megatron.core.tensor_parallel": _MEGATRON_MAPPINGS,
+    "torch.distributed.nn": "torch.distributed.nn.functional",
+}
 """Packages that import all of a module's functions in :data:`EQUIVALENTS` into their own namespace, by package.
 
 ``megatron.core.tensor_parallel.copy_to_tensor_model_parallel_region`` is the
@@ -281,3 +331,106 @@ equivalent call on the same simulated ranks and compares forward and backward.
 
 PASS_THROUGH_OPS: Final = frozenset({"_c10d_functional::wait_tensor", "_c10d_functional::_wrap_tensor_autograd"})
 """Functional-collective ops that return their input's data, with an identity gradient: the type passes through."""
+
+
+# -- torch's differentiable collectives ------------------------------------------------
+
+_TORCH_NN: Final = "torch.distributed.nn.functional"
+
+
+def _torch_nn(name: str, call: str, src: Endpoint, dst: Endpoint, parameters: tuple[str, ...], tensor: str, *,
+              reduction: str | None = None, tensor_list: bool = False, returns_tuple: bool = False) -> Equivalent:
+    return Equivalent(f"{_TORCH_NN}.{name}", call, src, dst, parameters, tensor, "group", WORLD,
+                      reduction=reduction, tensor_list=tensor_list, returns_tuple=returns_tuple,
+                      shown_as=f"{_TORCH_NN}.{name}")
+
+
+_TORCH_NN_ENTRIES: Final = (
+    # Sum forward, and the backward all-reduces the gradient with the same op.  For op=SUM that is
+    # ours; for MAX or MIN torch all-reduces the gradients with that op, which is not the max's
+    # derivative, while all_reduce(op="max") has no gradient: its result is a constant.
+    _torch_nn("all_reduce", "all_reduce", P, R, ("tensor", "op", "group"), "tensor", reduction="op"),
+    # A tuple of every rank's tensor; backward reduce-scatter (NCCL) or all-to-all then sum (other
+    # backends), both the reduce-scatter of ours.
+    _torch_nn("all_gather", "all_gather", V, R, ("tensor", "group"), "tensor", returns_tuple=True),
+    # Rank r gets the sum of every rank's input_list[r]; backward all-gathers the gradient.
+    _torch_nn("reduce_scatter", "reduce_scatter", P, V, ("output", "input_list", "op", "group"), "input_list",
+              reduction="op", tensor_list=True),
+    # out[i] is rank i's input[this rank]; backward the same exchange.
+    _torch_nn("all_to_all", "all_to_all", V, V, ("output_tensor_list", "input_tensor_list", "group"),
+              "input_tensor_list", tensor_list=True, returns_tuple=True),
+    # Chunk j of dim 0 to rank j, received chunks concatenated; backward the exchange with the sizes swapped.
+    _torch_nn("all_to_all_single", "all_to_all", Shard(0), Shard(0),
+              ("output", "input", "output_split_sizes", "input_split_sizes", "group"), "input"),
+    # Concatenate on dim 0.  The backward reduce-scatters on NCCL and XCCL; on any other
+    # backend (gloo) torch's backward raises "Backend not supported!".
+    _torch_nn("_all_gather_base", "all_gather", Shard(0), R, ("output_tensor", "input_tensor", "group"),
+              "input_tensor"),
+)
+"""torch 2.13's ``torch.distributed.nn.functional``: each ``torch.autograd.Function`` that has an equivalent.
+
+``broadcast``, ``reduce``, ``gather`` and ``scatter`` have none (their results
+depend on the rank of a root, and their backwards send every gradient to one
+rank): their results are unknown.  The functions that take an ``output``
+buffer write into it and return it; the result is typed, the buffer keeps its
+type: use the result.
+"""
+
+_FUNCOL: Final = "torch.distributed._functional_collectives"
+
+
+def _funcol(name: str, op: str, parameters: tuple[str, ...], *, reduction: str | None = None,
+            src_dim: str | None = None, dst_dim: str | None = None, dim_0: bool = False) -> tuple[Equivalent, ...]:
+    """The Python wrapper ``name`` of the op ``op``, and its ``_autograd`` alias if any: typed as the op is.
+
+    ``dim_0``: the wrapper exchanges chunks of dim 0, so the op's ``V`` ends are ``S(0)``.
+    """
+    entry = FUNCTIONAL_OPS[f"_c10d_functional::{op}"]
+    src, dst = (Shard(0), Shard(0)) if dim_0 else (entry.src, entry.dst)
+    return tuple(
+        Equivalent(f"{_FUNCOL}.{function}", entry.call, src, dst, parameters, "self", "group", None,
+                   reduction=reduction, src_dim=src_dim, dst_dim=dst_dim, shown_as=f"{_FUNCOL}.{function}")
+        for function in (name, f"{name}_autograd") if function != "all_reduce_autograd"
+    )
+
+
+_FUNCOL_ENTRIES: Final = (
+    *_funcol("all_reduce", "all_reduce", ("self", "reduceOp", "group", "tag"), reduction="reduceOp"),
+    *_funcol("all_gather_single", "all_gather_into_tensor", ("self", "gather_dim", "group", "tag"),
+             src_dim="gather_dim"),
+    *_funcol("all_gather_tensor", "all_gather_into_tensor", ("self", "gather_dim", "group", "tag"),
+             src_dim="gather_dim"),
+    *_funcol("reduce_scatter_single", "reduce_scatter_tensor", ("self", "reduceOp", "scatter_dim", "group", "tag"),
+             reduction="reduceOp", dst_dim="scatter_dim"),
+    *_funcol("reduce_scatter_tensor", "reduce_scatter_tensor", ("self", "reduceOp", "scatter_dim", "group", "tag"),
+             reduction="reduceOp", dst_dim="scatter_dim"),
+    *_funcol("all_to_all_single", "all_to_all_single",
+             ("self", "output_split_sizes", "input_split_sizes", "group", "tag"), dim_0=True),
+)
+"""The Python wrappers of torch 2.13's functional collectives, typed as the op each one runs (:data:`FUNCTIONAL_OPS`).
+
+In 2.13 every one is differentiable: the ops have autograd formulas, and
+each ``*_autograd`` function calls the function without the suffix.  A
+literal ``gather_dim``/``scatter_dim`` makes the gathered or scattered dim
+a shard of that dim.
+"""
+
+# -- DeepSpeed's sequence parallelism (Ulysses) ------------------------------------------
+
+_DEEPSPEED_LAYER: Final = "deepspeed.sequence.layer"
+
+_DEEPSPEED_ENTRIES: Final = (
+    # Sharded on gather_idx (the sequence) in, on scatter_idx (the heads) out; the backward is the
+    # same exchange with the indices swapped, as ours.  (single_all_to_all, which its forward calls,
+    # writes into a fresh buffer with c10d: it has no backward, and is not in the table.)
+    Equivalent(f"{_DEEPSPEED_LAYER}._SeqAllToAll.apply", "all_to_all", V, V,
+               ("group", "input", "scatter_idx", "gather_idx", "batch_dim_idx", "stream", "handle", "type", "is_fwd",
+                "num_kv_heads"),
+               "input", "group", None, src_dim="gather_idx", dst_dim="scatter_idx", shown_as="_SeqAllToAll.apply"),
+)
+"""DeepSpeed 0.19.8's all-to-all between sequence and head shards (``deepspeed/sequence/layer.py``)."""
+
+EQUIVALENTS: Final[dict[str, Equivalent]] = {
+    e.function: e for e in (*_MEGATRON_ENTRIES, *_TORCH_NN_ENTRIES, *_FUNCOL_ENTRIES, *_DEEPSPEED_ENTRIES)
+}
+"""Each library function's equivalent, by the function's full name (a method's: ``module.Class.method``)."""

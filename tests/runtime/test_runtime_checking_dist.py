@@ -4,8 +4,10 @@
 ecosystem table of the rule core (``IN_PLACE``) says that is always a
 mistake on a typed tensor, and the run-time check reports it as the plugin
 does.  The functional collectives run ops that the table ``FUNCTIONAL_OPS``
-types as collectives of this package; the last test checks that each op
-computes what its equivalent call does, forward and backward.
+types as collectives of this package, and their Python wrappers (and
+``torch.distributed.nn.functional``) are typed as the table ``EQUIVALENTS``
+says, with their literal dims; one test checks that each op computes what its
+equivalent call does, forward and backward.
 """
 
 from __future__ import annotations
@@ -75,16 +77,18 @@ def test_functional_collectives_are_typed_as_the_collectives_they_are(ranks8) ->
         p = ranks8.typed(P["tp"], V["dp"])
         assert type_of(funcol.all_reduce(p, "sum", tp)) == parse("dp:V, tp:R")
         assert type_of(funcol.all_reduce(ranks8.typed(V["tp"], V["dp"]), "max", tp)) == parse("dp:V, tp:weak")
-        assert type_of(funcol.reduce_scatter_tensor(p, "sum", 0, tp)) == parse("dp:V, tp:V")
+        # The Python wrappers are typed as the table's EQUIVALENTS, with their literal dims: S(0), not V.
+        assert type_of(funcol.reduce_scatter_tensor(p, "sum", 0, tp)) == parse("dp:V, tp:S(0)")
         s = ranks8.typed(S["tp", 0])
         assert type_of(funcol.all_gather_tensor(s, 0, tp)) == parse("tp:R")
         assert type_of(funcol.all_gather_tensor(ranks8.typed(S["tp", 1]), 1, tp)) == parse("tp:R")
-        assert type_of(funcol.all_to_all_single(s, None, None, tp)) == parse("tp:V")
+        assert type_of(funcol.all_to_all_single(s, None, None, tp)) == parse("tp:S(0)")
         with pytest.raises(spmd.SpmdTypeCheckError) as caught:
             funcol.all_reduce(ranks8.typed(I["tp"]), "sum", tp)
     assert caught.value.code == "spmd-collective"
     assert str(caught.value).startswith(
-        "torch.ops._c10d_functional.all_reduce on axis 'tp': the input is I but all_reduce was told src=P; "
+        "torch.distributed._functional_collectives.all_reduce (that is, all_reduce(src=P, dst=R)) on axis 'tp': "
+        "the input is I but all_reduce was told src=P; "
         "summing I data over the axis multiplies it by the axis size"
     )
 
@@ -157,3 +161,39 @@ def _compare_on_rank(rank: int, world: int, device_mesh: object, ops: list[str])
 
 def test_the_autograd_variant_ops_compute_their_equivalents_on_gloo(gloo) -> None:
     gloo(4, _compare_on_rank, _ON_GLOO)
+
+
+# -- torch's Python-level collectives (the ecosystem table's EQUIVALENTS) ---------------------------
+
+
+def test_torch_distributed_nn_functions_are_typed_and_checked_as_their_equivalents(ranks8) -> None:
+    import torch.distributed.nn.functional as dist_nn
+
+    group = ranks8.mesh.get_group("tp")
+    with spmd.runtime_checking() as tracker, warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # torch deprecates these functions
+        summed = dist_nn.all_reduce(ranks8.typed(P["tp"], V["dp"]), group=group)
+        assert tracker.type_of(summed) == parse("dp:V, tp:R")
+        # The default group is the world: here the 2x4 mesh's two axes, flattened.
+        assert tracker.type_of(dist_nn.all_reduce(ranks8.typed(P["tp"], P["dp"]))) == parse("dp:R, tp:R")
+        # A maximum is no sum: a constant, whose type the input does not decide.
+        top = dist_nn.all_reduce(ranks8.typed(V["tp"]), op=dist.ReduceOp.MAX, group=group)
+        assert tracker.type_of(top) != parse("tp:R")
+        parts = dist_nn.all_gather(ranks8.typed(V["tp"]), group=group)
+        assert [tracker.type_of(t) for t in parts] == [parse("tp:R")] * 4
+        with pytest.raises(spmd.SpmdTypeCheckError) as caught:
+            dist_nn.all_reduce(summed, group=group)
+    assert caught.value.code == "spmd-collective"
+    assert str(caught.value).startswith(
+        "torch.distributed.nn.functional.all_reduce (that is, all_reduce(src=P, dst=R)) on axis 'tp': the input is R")
+
+
+def test_a_functional_wrapper_checks_its_literal_dim(ranks8) -> None:
+    group = ranks8.mesh.get_group("tp")
+    with spmd.runtime_checking(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        with pytest.raises(spmd.SpmdTypeCheckError) as caught:
+            funcol.all_gather_tensor(ranks8.typed(S["tp", 0], shape=(2, 4)), 1, group)
+    assert str(caught.value).startswith(
+        "torch.distributed._functional_collectives.all_gather_tensor (that is, all_gather(src=S(1), dst=R)) on axis "
+        "'tp': the input is S(0)")

@@ -30,6 +30,7 @@ from spmd_types.typesystem import (
     GROUP_GETTERS,
     PASS_THROUGH_OPS,
     VERIFIED_AGAINST,
+    WORLD,
     route,
 )
 from tools.docs import ROOT
@@ -356,11 +357,18 @@ def render_libraries() -> str:
         variants = [(equivalent.dst, "")]
         if equivalent.variant is not None:
             variants.append((equivalent.variant.dst_if_false, f" with `{equivalent.variant.parameter}=False`"))
+        notes = "".join(f" ({note})" for note, on in (
+            ("a list of tensors, stacked", equivalent.tensor_list),
+            ("returns a tuple, unbound", equivalent.returns_tuple),
+            (f"reduction: `{equivalent.reduction}`", equivalent.reduction is not None)) if on)
+        src = f"S({equivalent.src_dim})" if equivalent.src_dim else equivalent.src.code
         for dst, condition in variants:
             forward, backward = effects(route(equivalent.call, equivalent.src, dst) or ())
-            default = f"{equivalent.default_role} if omitted" if equivalent.default_role else "required"
-            out.append(f"| `{equivalent.function}`{condition} | `{equivalent.call}(x, axis, src={equivalent.src.code}, "
-                       f"dst={dst.code})` | {forward} | {backward} | "
+            default = ("every axis in `axes` (torch's WORLD) if omitted" if equivalent.default_role == WORLD
+                       else f"{equivalent.default_role} if omitted" if equivalent.default_role else "required")
+            shown = f"S({equivalent.dst_dim})" if equivalent.dst_dim else dst.code
+            out.append(f"| `{equivalent.function}`{condition}{notes} | `{equivalent.call}(x, axis, src={src}, "
+                       f"dst={shown})` | {forward} | {backward} | "
                        f"`{equivalent.group}`: {default} |")
     out += ["", "Group getters, whose result the checker types as the process group of one mesh axis:", "",
             "| function | group |", "|---|---|"]
@@ -368,8 +376,9 @@ def render_libraries() -> str:
     out += ["", "## torch's functional collectives", "",
             "The functional collectives (`torch.distributed._functional_collectives.all_reduce` and the rest) "
             "each run one op of the `_c10d_functional` operator library; [runtime checking](runtime_checking.md) "
-            "checks and types each op as the call below (the mypy plugin does not type these functions yet). "
-            "Gathers and scatters work on dim 0, so a shard is only known to be varying. The group is the "
+            "checks and types each op as the call below, where the function's own entry above does not (a call "
+            "of the op itself). Gathers and scatters work on dim 0, so a shard is only known to be varying. The "
+            "group is the "
             "op's group-name argument, which names a mesh axis of the current mesh.", "",
             "| op | is | forward | backward |", "|---|---|---|---|"]
     for entry in FUNCTIONAL_OPS.values():
