@@ -45,6 +45,7 @@ from spmd_types.typesystem.collectives import check_call, flattened_axes
 from spmd_types.typesystem.join import Operand, OpOutcome, apply_op
 from spmd_types.typesystem.local_types import WEAK, AxisType, P, Shard, V
 from spmd_types.typesystem.ops import lookup
+from spmd_types.typesystem.spmd_type import SpmdType
 from spmd_types.typesystem.summation import BIASED_PRODUCTS
 from spmd_types.typesystem.violations import Code, Violation
 
@@ -140,7 +141,7 @@ def check_partial_output(
     if bias is not None and any(operand.param == bias for operand in operands):
         violations.append(partial_output_bias(function, axes))
         for axis in axes:
-            result = result.with_axis(axis, None)
+            result = _unknown_on(result, axis)
         return OpOutcome(result, tuple(violations))
     broken = {v.axis for v in outcome.violations}
     for axis in axes:
@@ -155,10 +156,15 @@ def check_partial_output(
                 problem = _already_replicated_or_partial(axis, have)
         if problem is not None:
             violations.append(problem)
-            result = result.with_axis(axis, None)
+            result = _unknown_on(result, axis)
         else:
             result = result.with_axis(axis, P)
     return OpOutcome(result, tuple(violations))
+
+
+def _unknown_on(t: SpmdType, axis: str) -> SpmdType:
+    """``t`` with ``axis`` unknown; a constant's default (which would say what ``axis`` is) goes too."""
+    return SpmdType({name: kind for name, kind in t.items() if name != axis})
 
 
 def _not_summands(axis: str, have: AxisType | None) -> Violation | None:
