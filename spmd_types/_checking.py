@@ -16,7 +16,10 @@ per mesh axis).  Types enter where they are declared:
   a module's class body (``weight: Annotated[nn.Parameter, S["tp", 0]]``);
 * the annotations of functions decorated with :func:`checked`;
 * ``assert_type(x, R["dp"])``;
-* the result of a collective or cast of this package (``dst`` on its axis);
+* the result of a collective or cast of this package (``dst`` on its axis),
+  and of ``einsum``, ``matmul``, ``linear`` and ``sum`` with
+  ``out_partial_axes`` (``P`` on those axes, by the core's
+  :func:`~spmd_types.typesystem.check_partial_output`);
 * constants (``torch.zeros``, ``torch.ones``, Python numbers).
 
 From there the op table gives every torch op's result type

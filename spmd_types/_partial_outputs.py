@@ -60,7 +60,7 @@ def _run(name: str, op: Callable[..., torch.Tensor], args: tuple[Any, ...], kwar
 
 
 def einsum(equation: str, *operands: torch.Tensor, out_partial_axes: str | tuple[str, ...] = ()) -> torch.Tensor:
-    """``einsum(equation, *operands: T, out_partial_axes: axes) -> T, P on axes``
+    """``einsum(equation, *operands: V, out_partial_axes: axes) -> P on axes``
 
     ``torch.einsum(equation, *operands)``; on each axis of
     ``out_partial_axes`` the local result (``V`` there) becomes ``P``: the
