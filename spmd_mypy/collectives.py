@@ -58,7 +58,8 @@ from spmd_types.typesystem import (
 )
 
 __all__ = [
-    "COLLECTIVES", "apply_call", "by_name", "check_assert_type", "check_collective", "int_literal", "unknown_on",
+    "COLLECTIVES", "apply_call", "axis_name", "by_name", "check_assert_type", "check_collective", "int_literal",
+    "unknown_on",
 ]
 
 COLLECTIVES: Final = {spmd_function(name): name for name in CALLS}
@@ -206,24 +207,25 @@ def _axes(
     if isinstance(expr, TupleExpr) or isinstance(proper, TupleType):
         items = (list(zip(expr.items, proper.items)) if isinstance(expr, TupleExpr) and isinstance(proper, TupleType)
                  else [(expr, t) for t in proper.items] if isinstance(proper, TupleType) else [])
-        names = tuple(_axis(ctx, item) for item in items)
+        names = tuple(axis_name(ctx, item) for item in items)
         if not names or any(name is None for name in names):
             return None, ("cannot tell which mesh axes this tuple names: write each as a string literal or a "
                           'Final str, e.g. ("dp", "cp")')
         axes, problem = flattened_axes(names)
         return axes, problem
-    axis = _axis(ctx, arg)
+    axis = axis_name(ctx, arg)
     return axis, None if axis is not None else _unknown_axis(arg)
 
 
-def _axis(ctx: FunctionContext, arg: tuple[Expression, Type] | None) -> str | None:
+def axis_name(ctx: FunctionContext, arg: tuple[Expression, Type] | None) -> str | None:
+    """The mesh axis one argument names: a string literal, a ``Final`` str, ``mesh["tp"]``, an ``Axis`` group."""
     if arg is None:
         return None
     expr, typ = arg
     if isinstance(expr, StrExpr):
         return expr.value
     if isinstance(expr, IndexExpr) and _is_device_mesh(typ):
-        return _axis(ctx, (expr.index, AnyType(TypeOfAny.special_form)))  # mesh["tp"], a 1-D mesh of that axis
+        return axis_name(ctx, (expr.index, AnyType(TypeOfAny.special_form)))  # mesh["tp"], a 1-D mesh of that axis
     if isinstance(expr, RefExpr):
         value = final_str_value(expr)
         if value is not None:

@@ -104,6 +104,8 @@ class Router:
     def _function_handler(self, fullname: str) -> Handler[FunctionContext] | None:
         if (call := COLLECTIVES.get(fullname)) is not None:
             return partial(collectives.check_collective, call=call)
+        if (function := ops.PARTIAL_OUTPUTS.get(fullname)) is not None:
+            return partial(ops.check_partial_output_call, function=function)
         if (equivalent := EQUIVALENTS.get(fullname)) is not None:
             return partial(ecosystem.check_library_call, equivalent=equivalent)
         if (in_place := IN_PLACE.get(fullname)) is not None:

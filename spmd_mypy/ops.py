@@ -26,16 +26,18 @@ from mypy.nodes import (
     NameExpr,
     OperatorAssignmentStmt,
     OpExpr,
+    TupleExpr,
     UnaryExpr,
 )
 from mypy.plugin import AttributeContext, FunctionContext, FunctionSigContext, MethodContext
-from mypy.types import AnyType, FunctionLike, Instance, Type, UnionType, get_proper_type
+from mypy.types import AnyType, FunctionLike, Instance, TupleType, Type, UnionType, get_proper_type
 
 from spmd_mypy import files
 from spmd_mypy.boundaries import has_spmd, report_divergent
+from spmd_mypy.collectives import axis_name
 from spmd_mypy.compat import container_elements, expression_type
 from spmd_mypy.encoding import Divergent, Encoder, plain_tensor
-from spmd_mypy.fullnames import LIST, TYPING_SEQUENCE, public_module_name
+from spmd_mypy.fullnames import LIST, TYPING_SEQUENCE, public_module_name, spmd_function
 from spmd_mypy.numbers import NumberReader
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
@@ -47,25 +49,32 @@ from spmd_types.typesystem import (
     MODULE_PARAMETERS,
     OPERATOR_SYMBOLS,
     OPS,
+    PARTIAL_OUTPUT_FUNCTIONS,
     UNKNOWN,
     Code,
     Operand,
     OpOutcome,
     OpRule,
+    PartialOutputFunction,
     Result,
     SpmdType,
+    Violation,
     apply_op,
     check_fits,
+    check_partial_output,
     display_name,
     lookup,
     method_name,
+    partial_axes,
 )
 
 __all__ = [
+    "PARTIAL_OUTPUTS",
     "check_builtin_sum",
     "check_function",
     "check_method",
     "check_module_call",
+    "check_partial_output_call",
     "check_property",
     "torch_module_op",
     "widen_tensor_lists",
@@ -197,6 +206,57 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
     return _apply(session, ctx, default, name, rule, arguments, speculative=operator, numbers=numbers)
 
 
+PARTIAL_OUTPUTS: Final = {spmd_function(name): function for name, function in PARTIAL_OUTPUT_FUNCTIONS.items()}
+"""The ``spmd_types`` functions that take ``out_partial_axes=``, by full name."""
+
+_PARTIAL_AXES: Final = "out_partial_axes"
+
+
+def check_partial_output_call(session: Session, ctx: FunctionContext, function: PartialOutputFunction) -> Verdict:
+    """``spmd_types.matmul(x, w, out_partial_axes="tp")`` and its kin: the torch op, then ``P`` on those axes."""
+    if not _involves_spmd(session, ctx):
+        return Verdict()
+    names: list[str] = []
+    arg_types: list[list[Type]] = []
+    args: list[list[Expression]] = []
+    axes_arg = None
+    for name, types, exprs in zip(ctx.callee_arg_names, ctx.arg_types, ctx.args):
+        if name == _PARTIAL_AXES:
+            axes_arg = (exprs[0], types[0]) if exprs else None
+        else:
+            names.append(function.op_param(name or ""))
+            arg_types.append(types)
+            args.append(exprs)
+    axes, problem = _partial_axes(ctx, axes_arg)
+    if axes is None:
+        verdict = Verdict(result=UNKNOWN, fit=True)
+        verdict.report([Violation(Code.AXIS, None, problem or "")], ctx.context, function.where)
+        return verdict
+    rule = lookup(function.op)
+    arguments = read_arguments(ctx.api, rule, names, arg_types, args)
+    return _apply(session, ctx, ctx.default_return_type, function.op, rule, arguments, partial=(function, axes))
+
+
+def _partial_axes(
+    ctx: FunctionContext, arg: tuple[Expression, Type] | None
+) -> tuple[tuple[str, ...] | None, str | None]:
+    """The axes an ``out_partial_axes`` argument names (``()``: not passed), or why they cannot be read."""
+    if arg is None:
+        return (), None
+    expr, typ = arg
+    proper = get_proper_type(typ)
+    if isinstance(expr, TupleExpr):
+        items = [(item, proper.items[k] if isinstance(proper, TupleType) and k < len(proper.items) else typ)
+                 for k, item in enumerate(expr.items)]
+    else:
+        items = [arg]
+    names = [axis_name(ctx, item) for item in items]
+    if not all(isinstance(name, str) for name in names):
+        return None, ("cannot tell which mesh axes out_partial_axes names: write them in the call, as a string "
+                      'literal, a Final str, or a tuple of them (out_partial_axes=("dp", "tp"))')
+    return partial_axes(tuple(names))
+
+
 def torch_module_op(owner: str) -> str | None:
     """The public name (``torch.nn.GELU``) of torch module class ``owner``, if calling one is an op."""
     public = public_module_name(owner)
@@ -267,18 +327,23 @@ def _apply(
     arguments: Arguments,
     speculative: bool = False,
     numbers: NumberReader | None = None,
+    partial: tuple[PartialOutputFunction, tuple[str, ...]] | None = None,
 ) -> Verdict:
     """Op ``name`` with rule ``rule`` applied to ``arguments``; ``default`` is mypy's result type.
 
     ``speculative`` marks an expression mypy only tries (see :class:`~spmd_mypy.verdict.Report`);
     ``numbers`` found the problems, if any, in the computation of the numbers among the arguments.
+    ``partial`` is the ``spmd_types`` function that runs the op, and its
+    ``out_partial_axes``: the core's :func:`~spmd_types.typesystem.check_partial_output`
+    then gives the result, whose type on those axes is declared even where the
+    operands have none.
     """
     verdict = Verdict(returns=default, speculative=speculative)
     # Only values that already have an SPMD type are followed, and constants in
     # modules that use SPMD types; anything else stays a plain tensor, accepted
     # like Any where it goes into an SPMD declaration (a fresh nn.Parameter).
     constant = rule.makes_constants and files.uses_spmd(session, ctx.api)
-    if not (arguments.typed or constant):
+    if not (arguments.typed or constant or (partial is not None and partial[1])):
         verdict.fit = True
         return verdict
     returns_tensor = contains_tensor(default)
@@ -290,12 +355,18 @@ def _apply(
     for problem in numbers.problems if numbers is not None else ():
         verdict.report(problem.violations, problem.at, problem.where, speculative=speculative)
     autograd = not files.without_autograd(session, ctx.api, ctx.context)
-    if arguments.sharded:  # the shards' dims follow the op's literal arguments
+    where = display_name(name)
+    if partial is not None:
+        function, axes = partial
+        where = function.where
+        outcome = check_partial_output(function, arguments.operands, axes, arguments.passed, autograd=autograd,
+                                       args=arguments.literals)
+    elif arguments.sharded:  # the shards' dims follow the op's literal arguments
         outcome = apply_op(rule, arguments.operands, arguments.passed, autograd=autograd, op=name,
                            args=arguments.literals)
     else:
         outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
-    verdict.report(outcome.violations, ctx.context, display_name(name), arguments.spelled, speculative=speculative)
+    verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
     if not returns_tensor:
         return verdict
     result = outcome.result

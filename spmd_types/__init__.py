@@ -13,7 +13,9 @@ and change types only through the collectives and casts of this package
 (``all_reduce``, ``all_gather``, ``reduce_scatter``, ``all_to_all``, ``ppermute``,
 ``reinterpret``, ``convert``, ``redistribute``; ``redistribute_spec`` between
 :class:`PartitionSpec` layouts), whose autograd backwards are
-exactly what the types promise.  The mypy plugin ``spmd_mypy`` checks the
+exactly what the types promise; ``einsum``, ``matmul``, ``linear`` and ``sum``
+take ``out_partial_axes=``, a local contraction whose result is a pending sum
+on those axes.  The mypy plugin ``spmd_mypy`` checks the
 annotations; at run time they are erased, unless ``with runtime_checking():``
 (or ``SPMD_TYPES_CHECK=1``) checks the same rules on the running program.
 
@@ -51,6 +53,10 @@ _DEFINED_IN = {
     "redistribute": "spmd_types._collectives",
     "redistribute_spec": "spmd_types._redistribute_spec",
     "reinterpret": "spmd_types._local",
+    "einsum": "spmd_types._partial_outputs",
+    "matmul": "spmd_types._partial_outputs",
+    "linear": "spmd_types._partial_outputs",
+    "sum": "spmd_types._partial_outputs",
     "convert": "spmd_types._local",
     "set_current_mesh": "spmd_types._mesh",
     "current_mesh": "spmd_types._mesh",

@@ -16,7 +16,10 @@ per mesh axis).  Types enter where they are declared:
   a module's class body (``weight: Annotated[nn.Parameter, S["tp", 0]]``);
 * the annotations of functions decorated with :func:`checked`;
 * ``assert_type(x, R["dp"])``;
-* the result of a collective or cast of this package (``dst`` on its axis);
+* the result of a collective or cast of this package (``dst`` on its axis),
+  and of ``einsum``, ``matmul``, ``linear`` and ``sum`` with
+  ``out_partial_axes`` (``P`` on those axes, by the core's
+  :func:`~spmd_types.typesystem.check_partial_output`);
 * constants (``torch.zeros``, ``torch.ones``, Python numbers).
 
 From there the op table gives every torch op's result type
@@ -94,6 +97,7 @@ from spmd_types.typesystem import (
     Operand,
     OpOutcome,
     OpRule,
+    PartialOutputFunction,
     Shard,
     SpmdType,
     V,
@@ -105,6 +109,7 @@ from spmd_types.typesystem import (
     check_call_on_axes,
     check_fits,
     check_in_place,
+    check_partial_output,
     counted_like,
     display_name,
     flattened_axes,
@@ -118,7 +123,7 @@ from spmd_types.typesystem import (
     sums_over_axis,
 )
 
-__all__ = ["TypeTracker", "checked", "collective", "runtime_checking"]
+__all__ = ["TypeTracker", "checked", "collective", "partial_output", "runtime_checking"]
 
 _P = ParamSpec("_P")
 _T = TypeVar("_T")
@@ -321,6 +326,24 @@ class TypeTracker:
             return run()
         where = f"{entry.shown} (that is, {entry.spelled(dst, src, op)})"
         return self._typed_call(entry.call, axes, x, src, dst, op, run, where, entry.tensor)
+
+    def _partial_output(self, function: PartialOutputFunction, op: Callable[..., torch.Tensor],
+                        args: tuple[Any, ...], kwargs: dict[str, Any], axes: tuple[str, ...],
+                        run: Callable[[], torch.Tensor]) -> torch.Tensor:
+        """``run()``, which computes ``function(..., out_partial_axes=axes)`` as ``op(*args, **kwargs)`` then
+        ``reinterpret(V -> P)`` on ``axes``: checked by the core's rule first, its result typed."""
+        handler = _PARTIAL_OUTPUT_OPS.get(function.op)
+        if handler is None:
+            handler = _PARTIAL_OUTPUT_OPS[function.op] = _Op(function.op, op)
+        operands, literals = handler.operands(self._tags, args, kwargs)
+        passed = frozenset(name for name in literals if name not in handler.mentioned)
+        outcome = check_partial_output(function, operands, axes, passed, autograd=torch.is_grad_enabled(),
+                                       args=literals)
+        self._report(outcome.violations, function.where, tuple(o.param for o in operands))
+        out = self._unchecked(run, (), {})
+        if not outcome.result.is_unknown:
+            self._tag_outputs(out, outcome.result)
+        return out
 
     def _check_summed(self, call: str, axes: Sequence[str], x: torch.Tensor, src: Endpoint, dst: Endpoint,
                       op: str) -> None:
@@ -678,6 +701,13 @@ class _Op:
                          passed: tuple[str, ...], autograd: bool) -> tuple[OpOutcome, tuple[str, ...]]:
         """The outcome where an operand is a shard: its dim follows the op, which needs the
         operands' shapes and the op's arguments (see :mod:`spmd_types.typesystem.shard_dims`)."""
+        operands, literals = self.operands(tags, args, kwargs)
+        outcome = apply_op(self.rule, operands, frozenset(passed), autograd=autograd, op=self.name, args=literals)
+        return outcome, tuple(op.param for op in operands)
+
+    def operands(self, tags: dict[int, _Tag], args: tuple[Any, ...], kwargs: dict[str, Any]
+                 ) -> tuple[list[Operand], dict[str, object]]:
+        """A call's operands, with their tracked types and shapes, and its non-tensor arguments by name."""
         operands: list[Operand] = []
         literals: dict[str, object] = {}
         mentioned = self.mentioned
@@ -699,8 +729,7 @@ class _Op:
                     operands.append(Operand(param, tag.spmd if tag is not None else UNKNOWN, shape=tuple(item.shape)))
                 elif type(item) in (int, float, bool):
                     operands.append(Operand(param, _ZERO_NUMBER if item == 0 else _WEAK_NUMBER, ndim=0))
-        outcome = apply_op(self.rule, operands, frozenset(passed), autograd=autograd, op=self.name, args=literals)
-        return outcome, tuple(op.param for op in operands)
+        return operands, literals
 
 
 def _as_tuple(value: object) -> tuple[object, ...]:
@@ -1056,6 +1085,25 @@ def collective(call: str) -> Callable[[Callable[_P, _T]], Callable[_P, _T]]:
         return checked_collective
 
     return decorate
+
+
+_PARTIAL_OUTPUT_OPS: dict[str, _Op] = {}
+"""The handler of the torch op each function with ``out_partial_axes=`` runs, made at its first checked call."""
+
+
+def partial_output(function: PartialOutputFunction, op: Callable[..., torch.Tensor], args: tuple[Any, ...],
+                   kwargs: dict[str, Any], axes: tuple[str, ...], run: Callable[[], torch.Tensor]) -> torch.Tensor:
+    """``run()``, the body of ``function(..., out_partial_axes=axes)``, checked while runtime checking is on.
+
+    ``op(*args, **kwargs)`` is the torch call it makes; with checking on, its
+    operands' tracked types go through the core's
+    :func:`~spmd_types.typesystem.check_partial_output` before it runs, nothing
+    inside it is tracked, and its result gets the type the rule gives.
+    """
+    tracker = _ACTIVE
+    if tracker is None or tracker._paused or torch.compiler.is_compiling():
+        return run()
+    return tracker._partial_output(function, op, args, kwargs, axes, run)
 
 
 def _library_function(entry: Equivalent, fn: Callable[..., Any]) -> Callable[..., Any]:

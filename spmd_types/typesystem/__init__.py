@@ -22,6 +22,7 @@ Where each rule is:
 * :mod:`.join`: the per-axis join of ordinary ops and the boundary rule;
 * :mod:`.shard_dims`: where a shard's tensor dim goes through an op;
 * :mod:`.collectives`: collectives and casts, their routes and backwards;
+* :mod:`.partial_outputs`: ``out_partial_axes=``, a local op then ``reinterpret(V -> P)``;
 * :mod:`.summation`: a replicated summand in the input of a reduction;
 * :mod:`.numbers`: Python numbers read out of tensors or computed from the rank's index;
 * :mod:`.loss`: the ``loss.backward()`` rule;
@@ -137,6 +138,11 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.ops import display_name as display_name
     from spmd_types.typesystem.ops import lookup as lookup
     from spmd_types.typesystem.ops import method_name as method_name
+    from spmd_types.typesystem.partial_outputs import PARTIAL_OUTPUT_FUNCTIONS as PARTIAL_OUTPUT_FUNCTIONS
+    from spmd_types.typesystem.partial_outputs import PartialOutputFunction as PartialOutputFunction
+    from spmd_types.typesystem.partial_outputs import check_partial_output as check_partial_output
+    from spmd_types.typesystem.partial_outputs import partial_axes as partial_axes
+    from spmd_types.typesystem.partial_outputs import partial_output_bias as partial_output_bias
     from spmd_types.typesystem.partition_spec import Entry as Entry
     from spmd_types.typesystem.partition_spec import Factor as Factor
     from spmd_types.typesystem.partition_spec import MeshAxes as MeshAxes
@@ -225,6 +231,11 @@ _DEFINED_IN: dict[str, str] = {
         ("BUILTIN_SUM", "MODULE_OPS", "MODULE_PARAMETERS", "NONLINEAR", "OPERATOR_SYMBOLS", "OPS", "OpRule", "Result",
          "TENSOR_PROPERTIES", "canonical_param", "display_name", "lookup", "method_name"),
         "ops",
+    ),
+    **dict.fromkeys(
+        ("PARTIAL_OUTPUT_FUNCTIONS", "PartialOutputFunction", "check_partial_output", "partial_axes",
+         "partial_output_bias"),
+        "partial_outputs",
     ),
     **dict.fromkeys(
         ("Entry", "Factor", "MeshAxes", "PartitionSpec", "all_specs", "dual", "global_shape", "mesh_axes",

@@ -10,7 +10,8 @@ from tools.docs.reference import ANCHORS, OUT
 
 @pytest.mark.parametrize("name", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "ppermute",
                                   "reinterpret", "convert", "redistribute", "redistribute_spec", "set_current_mesh", "axis_index",
-                                  "axis_size", "assert_type", "set_dist", "use_dist", "get_dist"])
+                                  "axis_size", "assert_type", "set_dist", "use_dist", "get_dist",
+                                  "einsum", "matmul", "linear", "sum"])
 def test_every_public_call_is_documented(name: str) -> None:
     assert name in ANCHORS
     page = (OUT / ANCHORS[name].partition("#")[0]).read_text()

@@ -71,6 +71,10 @@ PAGES: tuple[Page, ...] = (
     Page("redistribute", "redistribute", "spmd_types/_collectives.py", ("redistribute",)),
     Page("redistribute_spec", "redistribute_spec", "spmd_types/_redistribute_spec.py", ("redistribute_spec",),
          summary="`redistribute_spec`: from one `PartitionSpec` to another over several axes, planned"),
+    Page("partial_outputs", "einsum, matmul, linear and sum", "spmd_types/_partial_outputs.py",
+         ("einsum", "matmul", "linear", "sum"), module_doc=True,
+         summary="`einsum`, `matmul`, `linear`, `sum` with `out_partial_axes=`: a local op whose result is a "
+                 "pending sum"),
     Page("mesh", "Meshes and axes", "spmd_types/_mesh.py",
          ("set_current_mesh", "current_mesh", "axis_index", "axis_size"), module_doc=True),
     Page("assert_type", "assert_type and run-time checks", "spmd_types/_checks.py",
