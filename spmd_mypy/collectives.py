@@ -36,6 +36,7 @@ from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import DEVICE_MESH, LOCAL_TYPE_MARKERS, SHARD_MARKERS, STR, spmd_function
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.source import source
 from spmd_mypy.verdict import Producer, Verdict
 from spmd_types.typesystem import (
     CALLS,
@@ -116,7 +117,7 @@ def apply_call(
     found = Encoder.read(x_type)
     have = found if isinstance(found, SpmdType) else UNKNOWN
     result, violations = check_call_on_axes(call, axes, have, src, dst, reduction)
-    value = spell(x_expr) if x_expr is not None else "x"
+    value = source(x_expr) if x_expr is not None else None
     src_used = src if src is not None else CALLS[call].src_default
     # A boundary mismatch is fixed at the call itself (its dst), which a fix can spell for one axis.
     producer = Producer(call, axes[0], src_used, value) if src_used is not None and len(axes) == 1 else None
@@ -162,7 +163,7 @@ def check_assert_type(session: Session, ctx: FunctionContext) -> Verdict:
     verdict = _typed_result(ctx, declared, None)
     value = Encoder.read(x_type)
     if isinstance(value, SpmdType):
-        verdict.report(check_fits(value, declared), ctx.context, "assert_type", value=spell(x_expr))
+        verdict.report(check_fits(value, declared), ctx.context, "assert_type", value=source(x_expr))
     return verdict
 
 

@@ -24,8 +24,8 @@ from mypy.types import Type
 from spmd_mypy.collectives import apply_call, by_name, unknown_on
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import CONSTANTS, NONE
-from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.source import source
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
     Equivalent,
@@ -66,7 +66,7 @@ def check_in_place_call(session: Session, ctx: FunctionContext, entry: InPlace) 
     found = Encoder.read(tensor[1]) if tensor is not None else None
     have = found.get(axis) if isinstance(found, SpmdType) and axis is not None else None
     if tensor is not None and axis is not None and have is not None:
-        name = spell(tensor[0])
+        name = source(tensor[0])
         verdict.report([check_in_place(entry, axis, have)], ctx.context, entry.name, (name,), name)
     return verdict
 

@@ -37,6 +37,7 @@ from spmd_mypy.encoding import Divergent, Encoder, plain_tensor
 from spmd_mypy.fullnames import LIST, TYPING_SEQUENCE, public_module_name
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.source import source
 from spmd_mypy.values import Arguments, contains_tensor, read_arguments
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
@@ -151,9 +152,13 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
     # mypy checks a method or operator on a union (a variable typed differently by
     # branch) one member at a time, on either side of an operator; the union itself
     # is on the operand's expression.
+    args = ctx.args
+    if operator and isinstance(ctx.context, OpExpr) and args and len(args[0]) == 1:
+        # The other side as written: mypy hands a reflected operator (__rmatmul__) a stand-in expression.
+        args = [[ctx.context.left if method.startswith("__r") else ctx.context.right], *args[1:]]
     operands = [receiver] if receiver is not None else []
-    if operator and ctx.args and ctx.args[0]:
-        operands.append(ctx.args[0][0])
+    if operator and args and args[0]:
+        operands.append(args[0][0])
     for operand in operands:
         whole = expression_type(ctx.api, operand)
         divergent = Encoder.read(whole) if whole is not None else None
@@ -165,7 +170,7 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
     if method.startswith("__") and not any(names):
         # mypy passes no parameter names for operators; torch's signatures name them so.
         names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
-    arguments = read_arguments(ctx.api, rule, names, ctx.arg_types, ctx.args, (ctx.type, receiver))
+    arguments = read_arguments(ctx.api, rule, names, ctx.arg_types, args, (ctx.type, receiver))
     default = _untyped_returns_tensor(ctx.default_return_type, name, rule, ctx.type)
     return _apply(session, ctx, default, name, rule, arguments, speculative=operator)
 
@@ -275,7 +280,7 @@ def _apply(
     target = Encoder.read(out_type) if out_type is not None else None
     if out is not None and isinstance(target, SpmdType):
         writes = check_fits(result, target, code=Code.INPLACE)
-        verdict.report(writes, out, f"{display_name(name)}(out=...)", value=spell(out))
+        verdict.report(writes, out, f"{display_name(name)}(out=...)", value=source(out))
     verdict.result, verdict.fit = result, True
     return verdict
 

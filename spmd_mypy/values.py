@@ -46,7 +46,7 @@ from mypy.types import (
 from spmd_mypy.compat import expression_type, final_str_value
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import AXIS_INDEX, CONSTANTS, NUMBERS, SEQUENCES
-from spmd_mypy.report import spell
+from spmd_mypy.source import source
 from spmd_types.typesystem import NOT_KNOWN, UNKNOWN, WEAK, ZERO, Operand, OpRule, Shard, SpmdType, V, canonical_param
 
 __all__ = ["Arguments", "contains_tensor", "read_arguments", "with_result"]
@@ -57,14 +57,14 @@ class Arguments:
     """The operands of one call, parallel to how to spell each in a message."""
 
     operands: list[Operand] = field(default_factory=list)
-    spelled: list[str] = field(default_factory=list)
+    spelled: list[str | None] = field(default_factory=list)  # None: no spelling that a fix could use
     passed: set[str] = field(default_factory=set)
     divergent: list[tuple[Expression, Divergent]] = field(default_factory=list)
     expressions: dict[str, Expression] = field(default_factory=dict)
     literals: dict[str, object] = field(default_factory=dict)
     typed: bool = False  # whether some operand has an SPMD type
 
-    def add(self, param: str, spmd: SpmdType, spelled: str, ndim: int | None = None) -> None:
+    def add(self, param: str, spmd: SpmdType, spelled: str | None, ndim: int | None = None) -> None:
         self.operands.append(Operand(param, spmd, ndim))
         self.spelled.append(spelled)
 
@@ -112,7 +112,7 @@ def _read_value(
     mentioned: set[str],
 ) -> None:
     proper = get_proper_type(typ)
-    spelled = spell(expr) if expr is not None else "x"
+    spelled = source(expr) if expr is not None else None
     if isinstance(proper, NoneType):
         return
     if _is_tensor_like(proper):

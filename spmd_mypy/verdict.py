@@ -29,7 +29,8 @@ class Report:
 
     ``where`` names the op or boundary (``+``, ``argument "x" of "f"``);
     ``operands`` spell the operands, for fixes that apply to one of them;
-    ``value`` spells the value a fix applies to otherwise.  ``speculative``
+    ``value`` spells the value a fix applies to otherwise (``None``: it has no
+    spelling, and a fix that needs one is not printed).  ``speculative``
     marks an expression that mypy only tries (an operator's dunder and its
     reflection, the overloads of a function): see
     :func:`spmd_mypy.compat.past_speculation`.
@@ -38,8 +39,8 @@ class Report:
     violations: tuple[Violation, ...]
     at: Context
     where: str
-    operands: tuple[str, ...] = ()
-    value: str = "x"
+    operands: tuple[str | None, ...] = ()
+    value: str | None = None
     speculative: bool = False
 
 
@@ -50,7 +51,7 @@ class Producer:
     call: str
     axis: str
     src: Endpoint
-    x: str  # how the input is spelled in the source
+    x: str | None  # how the input is spelled in the source (None: it cannot be written back)
 
 
 @dataclass
@@ -77,8 +78,8 @@ class Verdict:
         violations: Sequence[Violation],
         at: Context,
         where: str,
-        operands: Sequence[str] = (),
-        value: str = "x",
+        operands: Sequence[str | None] = (),
+        value: str | None = None,
         *,
         speculative: bool = False,
     ) -> None:
