@@ -377,6 +377,10 @@ def _with_fixes(
                 fixes.extend(fixes_between(have, want, axis, operands=group)[:1])
     if not fixes:
         return violation
+    # Making a non-partial term partial (mask it to one rank) comes first: it is right wherever the sum is
+    # reduced, later or never.  Reducing the P operand here is right only where nothing reduces the sum later
+    # (a bias added before the row-parallel all-reduce needs the bias moved after it, not a second reduction).
+    fixes.sort(key=lambda f: not f.call.endswith("dst=P)"))
     return replace(violation, fixes=tuple(fixes))
 
 
