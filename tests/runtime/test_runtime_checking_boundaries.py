@@ -89,7 +89,8 @@ def test_a_collective_that_made_the_result_is_fixed_at_the_call(sim8) -> None:
         with pytest.raises(spmd.SpmdTypeCheckError) as caught:
             reduced(p)
     # As the plugin: the better fix is the same all_reduce with the declared dst, not a cast after it.
-    assert 'expected I, got R; fix: all_reduce(x, "tp", src=P, dst=I) (all-reduce forward, no-op in backward)' in str(
+    assert ('expected I, got R; fix: all_reduce(x, "tp", src=P, dst=I) replacing the all_reduce call '
+            '(all-reduce forward, no-op in backward)') in str(
         caught.value)
 
 
