@@ -32,7 +32,7 @@ Run it on 4 simulated ranks and compare with one device::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 import torch
@@ -106,6 +106,10 @@ class TrainingExample:
     vocab: int = 11
     micro_batches: int = 3
     tokens: int = 8  # per micro-batch, over all ranks
+
+    def on_ranks(self, ranks: int) -> TrainingExample:
+        """The same example on ``ranks`` data-parallel ranks."""
+        return replace(self, dp=ranks)
 
     def run(self, seed: int = 0) -> Comparison:
         generator = torch.Generator().manual_seed(seed)

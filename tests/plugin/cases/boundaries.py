@@ -29,7 +29,7 @@ def arguments(r: Annotated[Tensor, R["tp"]], p: Annotated[Tensor, P["tp"]], v: A
     consume(plain)  # OK
     consume(torch.randn(3))  # OK
     consume(p)  # E: [spmd-boundary] argument "x" of "consume" on axis 'tp': expected R, got P; fix: all_reduce(p, "tp", src=P, dst=R)
-    consume(v)  # E: [spmd-boundary] expected R, got V; fix: all_gather(v, "tp", src=V, dst=R)
+    consume(v)  # E: [spmd-boundary] expected R, got V (per-rank data): all_reduce it if the ranks hold summands of the value, all_gather it if they hold pieces of it
     consume(r, r)  # E: [spmd-boundary] argument "y" of "consume" on axis 'tp': expected V, got R
     consume(x=r, y=v)  # OK
     shard0(v)  # OK

@@ -27,7 +27,7 @@ def losses(p: Annotated[Tensor, P["dp"]], r: Annotated[Tensor, R["dp"]], v: Anno
     p.sum().backward()  # OK
     i.backward()  # OK
     r.backward()  # E: [spmd-backward] r.backward() on axis 'dp': the loss is R, so every rank seeds a gradient of 1 and it is counted once per rank; fix: convert(r, "dp", src=R, dst=P)
-    v.mean().backward()  # E: [spmd-backward] say how the ranks' losses combine; fix: reinterpret(v.mean(...), "dp", src=V, dst=P)
+    v.mean().backward()  # E: [spmd-backward] say how the ranks' losses combine; fix: reinterpret(v.mean(), "dp", src=V, dst=P)
     r.backward(torch.ones(1))  # E: [spmd-backward] the loss is R, so every rank seeds a gradient of 1
     reinterpret(v.sum(), "dp", src=V, dst=P).backward()  # OK
     all_reduce(v.sum(), "dp", dst=R).backward()  # E: [spmd-backward] the loss is R
