@@ -291,7 +291,11 @@ class TypeTracker:
         """A call of another library's function ``fn``, checked and typed as its ``entry`` in the core's table.
 
         Nothing inside it is tracked: the library's own ops and in-place
-        collectives are its implementation of the call.
+        collectives are its implementation of the call.  A call that leaves
+        the group out is checked on the mesh axis its library's default group
+        stands for, and runs on that axis's group: what is checked is what
+        runs, also where the library's own parallel state was never set up
+        (on simulated ranks).
         """
         arguments = _bind(fn, args, kwargs)
         x = arguments.get(entry.tensor)
@@ -300,6 +304,9 @@ class TypeTracker:
             axes = _group_axes(group)
         else:
             axes = _mesh_axis(entry.default_role) if entry.default_role is not None else None
+            mesh = _mesh.current_mesh()
+            if axes is not None and mesh is not None and arguments:
+                args, kwargs = _with_argument(fn, args, kwargs, entry.group, mesh.get_group(axes[0]))
         dst = entry.dst
         if entry.variant is not None and arguments.get(entry.variant.parameter, True) is False:
             dst = entry.variant.dst_if_false
@@ -858,6 +865,14 @@ def _bind(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str,
         return dict(_signature_of(func).bind(*args, **kwargs).arguments)
     except (TypeError, ValueError):
         return {}
+
+
+def _with_argument(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any], name: str,
+                   value: object) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``args`` and ``kwargs`` of a call of ``func`` that binds them, with parameter ``name`` set to ``value``."""
+    bound = _signature_of(func).bind(*args, **kwargs)
+    bound.arguments[name] = value
+    return bound.args, bound.kwargs
 
 
 # -- axes ----------------------------------------------------------------------------------

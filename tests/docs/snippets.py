@@ -41,7 +41,7 @@ DOCS = ROOT / "docs"
 TOPICS = ROOT / "tools" / "docs" / "topics"
 PLUGIN_OPTIONS = frozenset({"axes", "strict_axes", "debug", "library_axes"})
 _MARKER = re.compile(r"^<!--\s*mypy(?::\s*(?P<options>.*?))?\s*-->\s*$")
-_FENCE = re.compile(r"^(```+)\s*(\w*)")
+FENCE = re.compile(r"^(```+)\s*(\w*)")
 
 
 @dataclass(frozen=True)
@@ -63,9 +63,9 @@ class Sample:
         return re.findall(r"  \[([\w-]+)\]$", "\n".join(self.expected), re.MULTILINE)
 
 
-def _fenced(lines: list[str], start: int) -> tuple[str, list[str], int]:
+def fenced(lines: list[str], start: int) -> tuple[str, list[str], int]:
     """The info string and body of the fence opening at ``start``, and the line after it."""
-    match = _FENCE.match(lines[start])
+    match = FENCE.match(lines[start])
     assert match is not None
     ticks, info = match.group(1), match.group(2)
     body = []
@@ -96,22 +96,22 @@ def samples(page: Path) -> list[Sample]:
         line = lines[i]
         if line.startswith("#"):
             heading = line.lstrip("#").strip()
-        if _FENCE.match(line):
-            _, _, i = _fenced(lines, i)
+        if FENCE.match(line):
+            _, _, i = fenced(lines, i)
             continue
         marker = _MARKER.match(line)
         if marker is None:
             i += 1
             continue
         start = i + 1
-        info, body, after = _fenced(lines, start)
+        info, body, after = fenced(lines, start)
         assert info == "python", f"{page}:{i + 1}: a mypy marker must precede a python fence"
         expected: list[str] = []
         j = after
         while j < len(lines) and not lines[j].strip():
             j += 1
-        if j < len(lines) and _FENCE.match(lines[j]) and _FENCE.match(lines[j]).group(2) == "text":
-            _, expected, after = _fenced(lines, j)
+        if j < len(lines) and FENCE.match(lines[j]) and FENCE.match(lines[j]).group(2) == "text":
+            _, expected, after = fenced(lines, j)
         found.append(Sample(page, start + 1, heading, "\n".join(body) + "\n", _options(marker.group("options")),
                             tuple(expected)))
         i = after
@@ -182,12 +182,12 @@ def with_outputs(outputs: dict[Sample, list[str]]) -> dict[Path, str]:
     for page, found in by_page.items():
         lines = page.read_text().splitlines()
         for sample in sorted(found, key=lambda s: s.line, reverse=True):  # bottom up: line numbers stay valid
-            _, _, after = _fenced(lines, sample.line - 1)
+            _, _, after = fenced(lines, sample.line - 1)
             j = after
             while j < len(lines) and not lines[j].strip():
                 j += 1
-            if j < len(lines) and (m := _FENCE.match(lines[j])) is not None and m.group(2) == "text":
-                _, _, end = _fenced(lines, j)
+            if j < len(lines) and (m := FENCE.match(lines[j])) is not None and m.group(2) == "text":
+                _, _, end = fenced(lines, j)
                 del lines[after:end]
             block = ["", "```text", *outputs[sample], "```"] if outputs[sample] else []
             lines[after:after] = block

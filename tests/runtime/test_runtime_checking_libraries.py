@@ -52,3 +52,13 @@ def test_the_group_passed_names_the_axis(ranks8) -> None:
         x = ranks8.typed(I["tp"])
         y = copy_to_tensor_model_parallel_region(x, group=ranks8.mesh.get_group("dp"))
         assert tracker.type_of(y) == parse("dp:R, tp:I")  # x was unknown on dp: any source is accepted there
+
+
+def test_a_call_without_its_group_runs_on_the_axis_it_is_checked_on(ranks8) -> None:
+    """Megatron's parallel state is not set up here: the call gets the mesh's "tp" group, as the checker assumed."""
+    with spmd.runtime_checking() as tracker:
+        x = ranks8.typed(V["tp"])  # rank + 1 on every rank; tp groups are {4d, ..., 4d + 3}
+        y = reduce_from_tensor_model_parallel_region(x)
+        assert tracker.type_of(y) == parse("tp:I")
+    sums = {rank: float(y._local_tensors[rank][0, 0]) for rank in range(8)}
+    assert sums == {rank: 10.0 if rank < 4 else 26.0 for rank in range(8)}

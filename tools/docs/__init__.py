@@ -17,12 +17,16 @@ run (a later one may read what an earlier one writes):
 * ``samples``: under each checked code sample of the hand-written pages, what
   mypy prints for it (``tests/docs/snippets.py``, which checks them as the
   tests do);
+* ``walkthrough``: under each command of the walk-through pages, what it
+  prints when the page's steps are run in a scratch project
+  (``tests/docs/walkthrough.py``);
 * ``reference``: the API reference, ``docs/reference/``, from the runtime's
   docstrings, the rule core and the topic pages of ``tools/docs/topics/``
   (:mod:`tools.docs.reference`).
 
-Everything but the samples is computed without torch or mypy; the samples
-need mypy, which reads torch's sources but does not import torch.
+Everything but the samples and the walk-throughs is computed without torch or
+mypy; the samples need mypy, which reads torch's sources but does not import
+torch; the walk-throughs run the command-line tools, in processes of their own.
 """
 
 from pathlib import Path

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.docs import snippets
+from tests.docs import snippets, walkthrough
 from tools.docs import docstrings, reference, type_system
 
 __all__ = ["GENERATORS", "Generator"]
@@ -39,5 +39,6 @@ GENERATORS: tuple[Generator, ...] = (
     Generator("docstrings", docstrings.render),
     Generator("type-system", type_system.render),
     Generator("samples", _samples),
+    Generator("walkthrough", walkthrough.render),
     Generator("reference", reference.render, reference.OUT),
 )
