@@ -81,8 +81,8 @@ class Comparison:
         """Record whether ``collect()`` (the simulated global value) equals ``want``."""
         try:
             got = collect()
-        except ReplicasDiffer as error:
-            self.outcomes.append(Outcome(name, str(error)))
+        except ReplicasDiffer as differ:
+            self.outcomes.append(Outcome(name, str(differ)))
             return
         if got is None or want is None:
             if got is not want:

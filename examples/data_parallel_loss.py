@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Annotated
+from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
@@ -45,7 +45,7 @@ from spmd_types import P, R, S, Spmd, V, all_reduce, reinterpret
 from spmd_types.typesystem import SpmdType
 
 IGNORE = -100  # the target of a padding position
-Batch = Spmd[Tensor, "dp:S(0)"]  # the alias spelling that keeps the SPMD type
+Batch = Spmd[Tensor, Literal["dp:S(0)"]]  # the alias spelling that keeps the SPMD type
 
 
 class TokenClassifier(nn.Module):

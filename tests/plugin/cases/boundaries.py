@@ -1,5 +1,5 @@
 """Declarations are where types enter; at a boundary the type must be exactly the declared one, axis by axis."""
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import torch
 import torch.nn.functional as F
@@ -7,7 +7,7 @@ from torch import Tensor, nn
 
 from spmd_types import I, P, R, S, Spmd, V, all_reduce, reinterpret
 
-Rt = Spmd[Tensor, "tp:R"]
+Rt = Spmd[Tensor, Literal["tp:R"]]
 
 
 def consume(x: Annotated[Tensor, R["tp"]], y: Optional[Annotated[Tensor, V["tp"]]] = None) -> Annotated[Tensor, V["tp"]]:
