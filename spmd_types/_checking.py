@@ -865,7 +865,7 @@ def _in_place_collective(entry: InPlace, tracker: TypeTracker, func: Any, args: 
     tensor = arguments.get(entry.tensor)
     group = arguments.get(entry.group)
     if group is None:
-        group = getattr(getattr(_dist.dist, "group", None), "WORLD", None)
+        group = _dist.world_group()
     axes = _group_axes(group) if group is not None else None
     have = tracker.type_of(tensor)
     known = [(axis, kind) for axis in axes or () if have is not None and (kind := have.get(axis)) is not None]
@@ -953,7 +953,7 @@ def _library_axes(group: object, default_role: str | None) -> tuple[str, ...] | 
     torch's default group (``group.WORLD``) is every axis of the current
     mesh, when the mesh spans every rank.
     """
-    world = getattr(getattr(_dist.dist, "group", None), "WORLD", None)
+    world = _dist.world_group()
     role = WORLD if group is not None and group is world else default_role if group is None else None
     if role is None:
         return None if group is None else _group_axes(group)
@@ -962,7 +962,7 @@ def _library_axes(group: object, default_role: str | None) -> tuple[str, ...] | 
     if not names:
         return None
     if role == WORLD:
-        spans = _dist.dist.is_initialized() and mesh is not None and mesh.size() == _dist.dist.get_world_size()
+        spans = mesh is not None and mesh.size() == _dist.world_size()
         return tuple(names) if spans else None
     return (role,) if role in names else None
 

@@ -115,6 +115,19 @@ def _bind(backend: Any) -> None:
 _bind(torch.distributed)
 
 
+def world_group() -> Any:
+    """The backend's default group of every rank (``group.WORLD``); ``None`` before it is set up, or if it has none."""
+    return getattr(getattr(dist, "group", None), "WORLD", None)
+
+
+def world_size() -> int | None:
+    """How many ranks the default group has; ``None`` before it is set up, or if the backend cannot say."""
+    initialized = getattr(dist, "is_initialized", None)
+    if initialized is None or not initialized():
+        return None
+    return int(dist.get_world_size())
+
+
 def get_dist() -> Any:
     """``get_dist() -> module``: the ``torch.distributed``-like object every collective goes through."""
     return dist

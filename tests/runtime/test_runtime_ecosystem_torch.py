@@ -208,7 +208,8 @@ def test_the_table_names_the_library_parameters(entry: Equivalent) -> None:
         function = function.__self__.forward
     parameters = inspect.signature(function).parameters
     assert tuple(parameters)[1 if entry.function.endswith(".apply") else 0:] == entry.parameters
-    assert (parameters[entry.group].default is dist.group.WORLD) == (entry.default_role == WORLD)
+    # torch writes the default group=group.WORLD, which is None when its module is imported: the world at call time.
+    assert (parameters[entry.group].default is None) == (entry.default_role == WORLD)
 
 
 def test_the_deepspeed_stubs_name_the_library_parameters() -> None:
