@@ -22,8 +22,20 @@ as a tuple of tensors) leaves that part unchecked.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
-from mypy.nodes import ARG_OPT, ARG_POS, CallExpr, Context, Decorator, Expression, ListExpr, RefExpr, TupleExpr
+from mypy.nodes import (
+    ARG_NAMED,
+    ARG_OPT,
+    ARG_POS,
+    CallExpr,
+    Context,
+    Decorator,
+    Expression,
+    ListExpr,
+    RefExpr,
+    TupleExpr,
+)
 from mypy.plugin import FunctionContext, MethodContext
 from mypy.types import CallableType, Instance, NoneType, TupleType, Type, get_proper_type
 
@@ -32,8 +44,9 @@ from spmd_mypy.dtensor import UNREADABLE, Unreadable, is_none, read_placements
 from spmd_mypy.encoding import Encoder, is_tensor
 from spmd_mypy.fullnames import DEVICE_MESH, LOCAL_MAP
 from spmd_mypy.session import Session
+from spmd_mypy.source import source
 from spmd_mypy.verdict import Verdict
-from spmd_types.typesystem import LocalMap, Placement, SpmdType, local_map_input, local_map_output
+from spmd_types.typesystem import LocalMap, Placement, SpmdType, Violation, local_map_input, local_map_output
 
 __all__ = ["check_decorated", "check_local_map"]
 
@@ -41,6 +54,9 @@ _LEAVES = frozenset({"builtins.int", "builtins.float", "builtins.bool", "builtin
 """Argument types that ``local_map`` passes as one flattened argument (with tensors and meshes)."""
 
 _Entries = tuple[tuple[Placement, ...] | None, ...]
+
+_PARAMETERS = ("func", "out_placements", "in_placements", "in_grad_placements", "device_mesh")
+"""``local_map``'s positional parameters, in order (torch 2.13)."""
 
 
 def check_local_map(session: Session, ctx: FunctionContext) -> Verdict:
@@ -53,7 +69,8 @@ def check_local_map(session: Session, ctx: FunctionContext) -> Verdict:
     if func is None or is_none(func[0]):
         return Verdict(returns=Encoder.for_checker(session, ctx.api).local_map_decorator(spec))
     verdict = Verdict()
-    _check_function(spec, func[1], ctx.context, verdict)
+    if isinstance(ctx.context, CallExpr):
+        _check_function(spec, func[1], ctx.context, verdict)
     return verdict
 
 
@@ -62,29 +79,61 @@ def check_decorated(session: Session, ctx: MethodContext) -> Verdict:
     spec = Encoder.read_local_map(ctx.type)
     if spec is None or not ctx.arg_types or not ctx.arg_types[0]:
         return Verdict()
+    call = _decorator_call(ctx.context)
     verdict = Verdict()
-    _check_function(spec, ctx.arg_types[0][0], _decorator_call(ctx.context), verdict)
+    if call is not None:
+        _check_function(spec, ctx.arg_types[0][0], call, verdict)
     return verdict
 
 
-def _check_function(spec: LocalMap, typ: Type, at: Context, verdict: Verdict) -> None:
+def _check_function(spec: LocalMap, typ: Type, at: CallExpr, verdict: Verdict) -> None:
+    """``func`` of type ``typ`` wrapped by the ``local_map`` call ``at``, whose placements are ``spec``."""
     func = get_proper_type(typ)
     if not isinstance(func, CallableType):
         return
+
+    def rewrite(parameter: str, value: str) -> str:
+        return _rewritten(at, parameter, value) or ""
+
+    spelled = _rewritten(at, "func", "func") is not None  # a fix is the whole call written anew
     name = (func.name or "func").split(" of ")[0]
     for k, (kind, param, param_type) in enumerate(zip(func.arg_kinds, func.arg_names, func.arg_types)):
         if kind not in (ARG_POS, ARG_OPT) or not _is_leaf(param_type):
             break  # later arguments are no longer matched one to one with in_placements
         declared = Encoder.read(param_type)
         if isinstance(declared, SpmdType):
-            _, violations = local_map_input(spec, k, declared)
-            verdict.report(violations, at, f'local_map argument "{param or k}" of "{name}"')
+            _, violations = local_map_input(spec, k, declared, rewrite)
+            verdict.report(_fixable(violations, spelled), at, f'local_map argument "{param or k}" of "{name}"',
+                           value=name)
     outputs = _outputs(spec, func.ret_type)
     for j, out in enumerate(outputs):
         declared = Encoder.read(out)
         if isinstance(declared, SpmdType):
             which = f" {j}" if len(outputs) > 1 else ""
-            verdict.report(local_map_output(spec, j, declared), at, f'local_map output{which} of "{name}"', value="out")
+            violations = local_map_output(spec, j, declared, rewrite)
+            verdict.report(_fixable(violations, spelled), at, f'local_map output{which} of "{name}"', value=name)
+
+
+def _fixable(violations: Sequence[Violation], spelled: bool) -> tuple[Violation, ...]:
+    """``violations``, without their fixes where the call cannot be spelled."""
+    return tuple(violations) if spelled else tuple(replace(v, fixes=()) for v in violations)
+
+
+def _rewritten(call: CallExpr, parameter: str, value: str) -> str | None:
+    """``call`` written with its argument ``parameter`` (by name or position) as ``value``, added if left out."""
+    callee = source(call.callee)
+    args = []
+    found = False
+    for k, (arg, kind, name) in enumerate(zip(call.args, call.arg_kinds, call.arg_names)):
+        spelled = source(arg)
+        if callee is None or spelled is None or kind not in (ARG_POS, ARG_NAMED):
+            return None
+        if name == parameter or (name is None and k < len(_PARAMETERS) and _PARAMETERS[k] == parameter):
+            spelled, found = value, True
+        args.append(f"{name}={spelled}" if name else spelled)
+    if not found:
+        args.append(f"{parameter}={value}")
+    return f"{callee}({', '.join(args)})"
 
 
 def _outputs(spec: LocalMap, ret: Type) -> Sequence[Type]:
@@ -105,14 +154,14 @@ def _is_leaf(typ: Type) -> bool:
         is_tensor(proper) or proper.type.fullname in _LEAVES or proper.type.has_base(DEVICE_MESH))
 
 
-def _decorator_call(context: Context) -> Context:
-    """The ``@local_map(...)`` of a decorated function, where reports go; else ``context`` itself."""
+def _decorator_call(context: Context) -> CallExpr | None:
+    """The ``@local_map(...)`` of a decorated function, where reports go."""
     if isinstance(context, Decorator):
         for decorator in context.decorators:
             if isinstance(decorator, CallExpr) and isinstance(decorator.callee, RefExpr) and (
                     decorator.callee.fullname == LOCAL_MAP):
                 return decorator
-    return context
+    return None
 
 
 # -- reading the placements ---------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ back (the plugin carries it in a type from the decorator to the function).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from spmd_types.typesystem.join import check_fits
@@ -85,22 +85,28 @@ class LocalMap:
                         _parse_entries(outputs) or (), count == "one")
 
     def spell_grads(self, k: int, new: tuple[Placement, ...]) -> str:
-        """``in_grad_placements=...`` with entry ``k`` replaced by ``new``, the others as given or defaulted."""
+        """``in_grad_placements`` with entry ``k`` replaced by ``new``, the others as given or defaulted."""
         entries = list(self.grads if self.grads is not None else (
             tuple(map(default_grad_placement, e)) if e is not None else None for e in self.inputs or ()))
         entries[k] = new
-        return f"in_grad_placements={_spell_tuple(entries)}"
+        return _spell_tuple(entries)
 
     def spell_outputs(self, j: int, new: tuple[Placement, ...]) -> str:
-        """``out_placements=...`` with entry ``j`` replaced by ``new``."""
+        """``out_placements`` with entry ``j`` replaced by ``new``."""
         if self.one_output:
-            return f"out_placements={spell_placements(new)}"
+            return spell_placements(new)
         entries = list(self.outputs)
         entries[j] = new
-        return f"out_placements={_spell_tuple(entries)}"
+        return _spell_tuple(entries)
 
 
-def local_map_input(spec: LocalMap, k: int, declared: SpmdType) -> tuple[SpmdType, tuple[Violation, ...]]:
+Rewrite = Callable[[str, str], str]
+"""``(parameter, value)``: the checked ``local_map`` call with that argument written as ``value``, as a fix."""
+
+
+def local_map_input(
+    spec: LocalMap, k: int, declared: SpmdType, rewrite: Rewrite
+) -> tuple[SpmdType, tuple[Violation, ...]]:
     """The local type that ``local_map`` passes as flattened argument ``k``, and how it breaks ``declared``.
 
     Unknown (and nothing reported) when ``in_placements`` or its entry
@@ -119,7 +125,7 @@ def local_map_input(spec: LocalMap, k: int, declared: SpmdType) -> tuple[SpmdTyp
     layout = Placements(spec.dims, forward)
 
     def respell(new: tuple[Placement, ...]) -> str:
-        return spec.spell_grads(k, new)
+        return rewrite("in_grad_placements", spec.spell_grads(k, new))
 
     local, no_type = to_local_type(layout, given, respell)
     grads = layout.grads(given)
@@ -127,8 +133,8 @@ def local_map_input(spec: LocalMap, k: int, declared: SpmdType) -> tuple[SpmdTyp
     for violation in no_type + check_fits(local, declared):
         axis = violation.axis or ""
         want, dim = declared.get(axis), spec.dims.index(axis)
-        if want is None:
-            out.append(violation)  # a pair without a type, on an axis the parameter does not declare
+        if want is None:  # a pair without a type, on an axis the parameter does not declare
+            out.append(replace(violation, fixes=_replacing(violation.fixes)))
             continue
         if violation in no_type:
             reason = f"declared {want.code}, but {violation.reason}"
@@ -138,7 +144,7 @@ def local_map_input(spec: LocalMap, k: int, declared: SpmdType) -> tuple[SpmdTyp
                       f"gives {_code(local.get(axis))}")
         retargeted = retarget_to_local(replace(violation, fixes=()), layout, given, want, respell)
         if retargeted.fixes:
-            out.append(replace(retargeted, reason=reason))
+            out.append(replace(retargeted, reason=reason, fixes=_replacing(retargeted.fixes)))
             continue
         needed = placements_for(want) if isinstance(want, (LocalType, Shard)) else None
         needs = f"; a parameter of type {want.code} needs placement {needed[0].code}" if needed else ""
@@ -146,12 +152,13 @@ def local_map_input(spec: LocalMap, k: int, declared: SpmdType) -> tuple[SpmdTyp
     return local, tuple(out)
 
 
-def local_map_output(spec: LocalMap, j: int, declared: SpmdType) -> tuple[Violation, ...]:
+def local_map_output(spec: LocalMap, j: int, declared: SpmdType, rewrite: Rewrite) -> tuple[Violation, ...]:
     """How flattened output ``j`` of type ``declared`` breaks its ``out_placements`` entry (default gradients).
 
     Fixed by the placement that stands for the declared type with default
-    gradients, where there is one, and by the cast of the returned value to
-    the type the placements stand for.
+    gradients, where there is one; the message also names the cast that
+    would make the value the function returns the type of its placements
+    (a change inside the function, not at this call).
     """
     entry = spec.outputs[j] if j < len(spec.outputs) else None
     if entry is None:
@@ -165,9 +172,17 @@ def local_map_output(spec: LocalMap, j: int, declared: SpmdType) -> tuple[Violat
         if found is not None and found[1] == default_grad_placement(found[0]):
             k = spec.dims.index(violation.axis or "")
             new = entry[:k] + (found[0],) + entry[k + 1:]
-            fixes = (Fix(spec.spell_outputs(j, new), "no-op forward, no-op in backward"),)
-        out.append(replace(violation, fixes=fixes + violation.fixes))
+            fixes = _replacing((Fix(rewrite("out_placements", spec.spell_outputs(j, new)),
+                                    "no-op forward, no-op in backward"),))
+        casts = " or ".join(f.call.format(x="out") for f in violation.fixes)
+        inside = f"; the function could instead return {casts}" if casts else ""
+        out.append(replace(violation, reason=violation.reason + inside, fixes=fixes))
     return tuple(out)
+
+
+def _replacing(fixes: tuple[Fix, ...]) -> tuple[Fix, ...]:
+    """Fixes written as the whole ``local_map`` call, each replacing it."""
+    return tuple(replace(f, operands=(), replaces="local_map") for f in fixes)
 
 
 def _code(t: AxisType | None) -> str:

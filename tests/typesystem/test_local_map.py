@@ -31,8 +31,12 @@ def _entry(text: str) -> tuple[Placement, ...] | None:
     return None if text == "None" else tuple(Placement.parse(code) for code in re.findall(r"\w+\(\d*\)", text))
 
 
+def _rewrite(parameter: str, value: str) -> str:
+    return f"{parameter}={value}"
+
+
 def _applied(spec: LocalMap, fix: str) -> LocalMap:
-    """``spec`` with the keyword argument that ``fix`` spells (``in_grad_placements=(...)``) put in."""
+    """``spec`` with the argument that ``fix`` spells (``in_grad_placements=(...)``, from :func:`_rewrite`) put in."""
     keyword, _, value = fix.partition("=")
     if keyword == "out_placements" and spec.one_output:
         return LocalMap(spec.dims, spec.inputs, spec.grads, (_entry(value),), True)
@@ -53,7 +57,7 @@ def test_the_text_form_reads_back() -> None:
 def test_an_input_is_its_to_local_type_and_its_fix_is_right(
         forward: Placement, grad: Placement | None, declared: AxisType) -> None:
     spec = LocalMap(("tp",), (None, (forward,)), (None, (grad,)) if grad is not None else None, ((forward,),), True)
-    local, violations = local_map_input(spec, 1, SpmdType({"tp": declared}))
+    local, violations = local_map_input(spec, 1, SpmdType({"tp": declared}), _rewrite)
     pair = placement_type(forward, grad if grad is not None else
                           Placement("Replicate") if forward.kind == "Partial" else forward)
     assert local == SpmdType({"tp": pair} if pair is not None else {})
@@ -61,19 +65,19 @@ def test_an_input_is_its_to_local_type_and_its_fix_is_right(
         for fix in violation.fixes:
             fixed = _applied(spec, fix.call)
             assert fixed.grads is not None and fixed.grads[0] is None  # the non-tensor argument keeps None
-            assert not local_map_input(fixed, 1, SpmdType({"tp": declared}))[1], fix.call
+            assert not local_map_input(fixed, 1, SpmdType({"tp": declared}), _rewrite)[1], fix.call
 
 
 @pytest.mark.parametrize(("forward", "declared"), list(itertools.product(KINDS, DECLARED)))
 def test_an_output_fix_of_its_placements_is_right(forward: Placement, declared: AxisType) -> None:
     spec = LocalMap(("tp",), None, None, (None, (forward,)), False)
-    violations = local_map_output(spec, 1, SpmdType({"tp": declared}))
+    violations = local_map_output(spec, 1, SpmdType({"tp": declared}), _rewrite)
     assert bool(violations) == (placement_type(forward, Placement("Replicate") if forward.kind == "Partial"
                                                else forward) not in _fitting(declared))
     for violation in violations:
         for fix in violation.fixes:
-            if fix.call.startswith("out_placements="):
-                assert not local_map_output(_applied(spec, fix.call), 1, SpmdType({"tp": declared})), fix.call
+            assert fix.replaces == "local_map"
+            assert not local_map_output(_applied(spec, fix.call), 1, SpmdType({"tp": declared}), _rewrite), fix.call
 
 
 def _fitting(declared: AxisType) -> list[AxisType]:
