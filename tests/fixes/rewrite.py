@@ -129,8 +129,10 @@ class _Rewriter(cst.CSTTransformer):
         self.changed = 0
 
     def _on_line(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` spans the error's line (a function's or class's decorators count as its lines)."""
         where = self.get_metadata(PositionProvider, node)
-        return bool(where.start.line <= self.line <= where.end.line)
+        decorators = node.decorators if isinstance(node, (cst.FunctionDef, cst.ClassDef)) else ()
+        return bool(where.start.line <= self.line <= where.end.line) or any(map(self._on_line, decorators))
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.statement is None:
