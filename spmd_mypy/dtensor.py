@@ -55,17 +55,28 @@ from spmd_types.typesystem import (
     Violation,
     check_from_local,
     retarget_to_local,
+    spell_placements,
     to_local_type,
 )
 
-__all__ = ["check_from_local_call", "check_init_device_mesh", "check_redistribute", "check_submesh", "check_to_local"]
+__all__ = [
+    "UNREADABLE",
+    "Unreadable",
+    "check_from_local_call",
+    "check_init_device_mesh",
+    "check_redistribute",
+    "check_submesh",
+    "check_to_local",
+    "is_none",
+    "read_placements",
+]
 
 
-class _Unreadable:
+class Unreadable:
     """An argument the checker cannot read (a variable, a non-sum ``Partial``)."""
 
 
-UNREADABLE = _Unreadable()
+UNREADABLE = Unreadable()
 
 
 def check_init_device_mesh(session: Session, ctx: FunctionContext) -> Verdict:
@@ -90,14 +101,14 @@ def check_from_local_call(session: Session, ctx: MethodContext) -> Verdict:
         return Verdict()
     placements = _placements(args.get("placements"), dims)
     grads = _placements(args.get("grad_placements"), dims)
-    if isinstance(placements, _Unreadable) or placements is None:
+    if isinstance(placements, Unreadable) or placements is None:
         return Verdict()
     layout = Placements(dims, placements)
     verdict = Verdict(returns=Encoder.for_checker(session, ctx.api).placed_dtensor(layout))
     have = Encoder.read(tensor[1])
-    if isinstance(have, SpmdType) and not isinstance(grads, _Unreadable):
-        call = f"DTensor.from_local({{x}}, {_spell_mesh(mesh[0])}, {_spell(placements)}, grad_placements="
-        found = check_from_local(have, layout, grads, lambda new: call + _spell(new) + ")")
+    if isinstance(have, SpmdType) and not isinstance(grads, Unreadable):
+        call = f"DTensor.from_local({{x}}, {_spell_mesh(mesh[0])}, {spell_placements(placements)}, grad_placements="
+        found = check_from_local(have, layout, grads, lambda new: call + spell_placements(new) + ")")
         violations = _replacing("from_local", found)
         name = source(tensor[0])
         verdict.report(violations, ctx.context, "DTensor.from_local", (name,), name)
@@ -109,10 +120,10 @@ def check_redistribute(session: Session, ctx: MethodContext) -> Verdict:
     args = by_name(ctx)
     mesh = args.get("device_mesh")
     before = Encoder.read_placements(ctx.type)
-    dims = Encoder.read_mesh(mesh[1]) if mesh is not None and not _is_none(mesh[0]) else (
+    dims = Encoder.read_mesh(mesh[1]) if mesh is not None and not is_none(mesh[0]) else (
         before.dims if before is not None else None)
     placements = _placements(args.get("placements"), dims) if dims is not None else None
-    if dims is None or placements is None or isinstance(placements, _Unreadable):
+    if dims is None or placements is None or isinstance(placements, Unreadable):
         return Verdict()
     return Verdict(returns=Encoder.for_checker(session, ctx.api).placed_dtensor(Placements(dims, placements)))
 
@@ -124,11 +135,11 @@ def check_to_local(session: Session, ctx: MethodContext) -> Verdict:
     if layout is None or not isinstance(callee, MemberExpr):
         return Verdict()
     grads = _placements(by_name(ctx).get("grad_placements"), layout.dims)
-    if isinstance(grads, _Unreadable):
+    if isinstance(grads, Unreadable):
         return Verdict()
 
     def respell(new: tuple[Placement, ...]) -> str:
-        return f"{{x}}.to_local(grad_placements={_spell(new)})"
+        return f"{{x}}.to_local(grad_placements={spell_placements(new)})"
 
     result, violations = to_local_type(layout, grads, respell)
     violations = _replacing("to_local", violations)
@@ -160,15 +171,20 @@ def _name(expr: Expression) -> str | None:
 
 def _placements(
     arg: tuple[Expression, object] | None, dims: Sequence[str]
-) -> tuple[Placement, ...] | _Unreadable | None:
+) -> tuple[Placement, ...] | Unreadable | None:
     """The placements a list or tuple of placement calls writes; ``None`` when the argument is left out or ``None``."""
-    if arg is None or _is_none(arg[0]):
+    if arg is None or is_none(arg[0]):
         return None
-    expr = arg[0]
+    found = read_placements(arg[0], dims)
+    return found if found is not None else UNREADABLE
+
+
+def read_placements(expr: Expression, dims: Sequence[str]) -> tuple[Placement, ...] | None:
+    """The placements ``expr`` writes as a list or tuple of placement calls, one per mesh dim; else ``None``."""
     if not isinstance(expr, (ListExpr, TupleExpr)) or len(expr.items) != len(dims):
-        return UNREADABLE
+        return None
     out = [_placement(item) for item in expr.items]
-    return tuple(p for p in out if p is not None) if None not in out else UNREADABLE
+    return tuple(p for p in out if p is not None) if None not in out else None
 
 
 def _placement(expr: Expression) -> Placement | None:
@@ -183,17 +199,14 @@ def _placement(expr: Expression) -> Placement | None:
     return Placement(kind) if kind is not None else None
 
 
-def _is_none(expr: Expression) -> bool:
+def is_none(expr: Expression) -> bool:
+    """Whether ``expr`` is the literal ``None``."""
     return isinstance(expr, RefExpr) and expr.fullname == NONE
 
 
 def _replacing(method: str, violations: Sequence[Violation]) -> tuple[Violation, ...]:
     """``violations`` whose fixes are the call of ``method`` written anew: each replaces that call."""
     return tuple(replace(v, fixes=tuple(replace(f, replaces=method) for f in v.fixes)) for v in violations)
-
-
-def _spell(placements: Sequence[Placement]) -> str:
-    return "[" + ", ".join(p.code for p in placements) + "]"
 
 
 def _spell_mesh(expr: Expression) -> str:

@@ -44,6 +44,7 @@ from mypy.types import (
 from spmd_mypy.compat import lookup_type_info, read_side_channel, with_side_channel
 from spmd_mypy.fullnames import (
     AXIS_GROUP,
+    LOCAL_MAP_DECORATOR,
     NAMED_MESH,
     PARAMETER,
     PLACED_DTENSOR,
@@ -55,7 +56,7 @@ from spmd_mypy.fullnames import (
     TENSOR,
 )
 from spmd_mypy.session import Session
-from spmd_types.typesystem import Constant, Placements, SpmdType, local_type, merge_paths, parse
+from spmd_types.typesystem import Constant, LocalMap, Placements, SpmdType, local_type, merge_paths, parse
 
 __all__ = [
     "Divergent",
@@ -136,6 +137,12 @@ class Encoder:
         text = _literal_arg(typ, PLACED_DTENSOR)
         return Placements.parse(text) if text is not None else None
 
+    @staticmethod
+    def read_local_map(typ: Type) -> LocalMap | None:
+        """The placements of a ``local_map`` decorator typed ``LocalMapDecorator[Literal[...]]``."""
+        text = _literal_arg(typ, LOCAL_MAP_DECORATOR)
+        return LocalMap.parse(text) if text is not None else None
+
     # -- writing -----------------------------------------------------------------
 
     def runtime_source(self) -> str | None:
@@ -183,6 +190,10 @@ class Encoder:
     def placed_dtensor(self, placements: Placements) -> Instance | None:
         """``PlacedDTensor[Literal[...]]``, the type of a DTensor with ``placements``."""
         return self._literal_instance(PLACED_DTENSOR, str(placements))
+
+    def local_map_decorator(self, spec: LocalMap) -> Instance | None:
+        """``LocalMapDecorator[Literal[...]]``, the type of ``local_map(...)`` without its function."""
+        return self._literal_instance(LOCAL_MAP_DECORATOR, str(spec))
 
     def _literal_instance(self, fullname: str, text: str) -> Instance | None:
         info = lookup_type_info(self._modules, fullname)

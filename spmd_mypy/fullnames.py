@@ -30,6 +30,7 @@ __all__ = [
     "LIST",
     "LITERAL",
     "LOCAL_MAP",
+    "LOCAL_MAP_DECORATOR",
     "LOCAL_TYPE_MARKERS",
     "MESH_RECEIVERS",
     "MODULE",
@@ -76,6 +77,7 @@ SPMD_PARAMETER: Final = "spmd_types._typed.SpmdParameter"
 AXIS_GROUP: Final = "spmd_types._typed.AxisGroup"
 NAMED_MESH: Final = "spmd_types._typed.NamedMesh"
 PLACED_DTENSOR: Final = "spmd_types._typed.PlacedDTensor"
+LOCAL_MAP_DECORATOR: Final = "spmd_types._typed.LocalMapDecorator"
 """The stub-only classes that carry SPMD types (``stubs/spmd_types/_typed.pyi``; see :mod:`spmd_mypy.encoding`)."""
 
 SPMD_TENSORS: Final = frozenset({SPMD_TENSOR, SPMD_PARAMETER})

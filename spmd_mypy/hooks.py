@@ -34,7 +34,7 @@ from mypy.plugin import (
 )
 from mypy.types import FunctionLike, Type
 
-from spmd_mypy import boundaries, collectives, dtensor, ecosystem, gradients, gradual, ops
+from spmd_mypy import boundaries, collectives, dtensor, ecosystem, gradients, gradual, local_map, ops
 from spmd_mypy.annotations import analyze
 from spmd_mypy.boundaries import fit_declared
 from spmd_mypy.callables import declared_attribute, declared_function, declared_method
@@ -48,6 +48,8 @@ from spmd_mypy.fullnames import (
     BUILTIN_SUM,
     DTENSOR_RECEIVERS,
     INIT_DEVICE_MESH,
+    LOCAL_MAP,
+    LOCAL_MAP_DECORATOR,
     MESH_RECEIVERS,
     SPMD_ALIAS,
     TENSOR_PROPERTY_OWNERS,
@@ -114,6 +116,8 @@ class Router:
             return partial(ecosystem.group_of_role, role=role)
         if fullname == INIT_DEVICE_MESH:
             return dtensor.check_init_device_mesh
+        if fullname == LOCAL_MAP:
+            return local_map.check_local_map
         if fullname == BUILTIN_SUM:
             return ops.check_builtin_sum
         if fullname in AUTOGRAD_FUNCTIONS:
@@ -153,6 +157,8 @@ class Router:
             return _DTENSOR_METHODS[method]
         if owner in MESH_RECEIVERS and method == "__getitem__":
             return dtensor.check_submesh
+        if owner == LOCAL_MAP_DECORATOR and method == "__call__":
+            return local_map.check_decorated
         if method == "__call__" and (module_op := ops.torch_module_op(owner)) is not None:
             return partial(ops.check_module_call, module=module_op)
         declared = declared_method(self._session, owner, method)

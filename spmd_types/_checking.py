@@ -65,7 +65,7 @@ import torch
 from torch.distributed.device_mesh import DeviceMesh
 from torch.overrides import TorchFunctionMode, resolve_name
 
-from spmd_types import _dist, _mesh, _rebinding
+from spmd_types import _dist, _dtensor, _mesh, _rebinding
 from spmd_types._declarations import Declarations, Tree, annotations_of, callee_name, declared_trees, declared_values
 from spmd_types._errors import SpmdTypeCheckError
 from spmd_types._op_params import Signatures, signatures
@@ -98,6 +98,7 @@ from spmd_types.typesystem import (
     OpOutcome,
     OpRule,
     PartialOutputFunction,
+    Placement,
     Shard,
     SpmdType,
     V,
@@ -108,6 +109,7 @@ from spmd_types.typesystem import (
     check_backward,
     check_call_on_axes,
     check_fits,
+    check_from_local,
     check_in_place,
     check_partial_output,
     counted_like,
@@ -118,9 +120,11 @@ from spmd_types.typesystem import (
     reduction_name,
     retargeted,
     route,
+    spell_placements,
     spmd_type_from_metadata,
     summed_replicated_term,
     sums_over_axis,
+    to_local_type,
 )
 
 __all__ = ["TypeTracker", "checked", "collective", "partial_output", "runtime_checking"]
@@ -179,7 +183,7 @@ class TypeTracker:
         self._frames: list[tuple[object, list[tuple[torch.Tensor, tuple[SpmdType, _Producer | None] | None]]]] = []
         self._mode: _Mode | None = None
         self._hooks: list[Any] = []
-        self._unbind: Callable[[], None] | None = None
+        self._unbind: list[Callable[[], None]] = []
 
     # -- tracked types ---------------------------------------------------------------
 
@@ -244,16 +248,17 @@ class TypeTracker:
             register_module_forward_pre_hook(_module_pre_hook),
             register_module_forward_hook(_module_post_hook, always_call=True),
         ]
-        self._unbind = _rebinding.rebind({name: functools.partial(_library_function, entry)
-                                          for name, entry in EQUIVALENTS.items()})
+        self._unbind = [_rebinding.rebind({name: functools.partial(_library_function, entry)
+                                           for name, entry in EQUIVALENTS.items()}),
+                        _dtensor.replace_boundaries(self._to_local, self._from_local)]
         _ACTIVE = self
 
     def _stop(self) -> None:
         global _ACTIVE
         _ACTIVE = None
-        if self._unbind is not None:
-            self._unbind()
-            self._unbind = None
+        for undo in reversed(self._unbind):
+            undo()
+        self._unbind = []
         for handle in self._hooks:
             handle.remove()
         self._hooks = []
@@ -344,6 +349,38 @@ class TypeTracker:
         if not outcome.result.is_unknown:
             self._tag_outputs(out, outcome.result)
         return out
+
+    def _to_local(self, to_local: Callable[..., Any], d: Any, grad_placements: Any) -> Any:
+        """``d.to_local(grad_placements=...)``: typed by the pair of placements on each mesh dim (the core's table)."""
+        found = None if self._paused or torch.compiler.is_compiling() else _dtensor.layout(
+            d.device_mesh, d.placements, grad_placements)
+        if found is None:
+            return to_local(d, grad_placements=grad_placements)
+        layout, given = found
+
+        def respell(new: tuple[Placement, ...]) -> str:
+            return f"{{x}}.to_local(grad_placements={spell_placements(new)})"
+
+        result, violations = to_local_type(layout, given, respell)
+        self._report(violations, "to_local", ("d",), "d")
+        out = to_local(d, grad_placements=grad_placements)
+        if isinstance(out, torch.Tensor) and not result.is_unknown:
+            self._set(out, result)
+        return out
+
+    def _from_local(self, from_local: Callable[..., Any], arguments: inspect.BoundArguments) -> Any:
+        """``DTensor.from_local(x, mesh, placements, grad_placements=...)``: ``x``'s type checked against the pairs."""
+        named = arguments.arguments
+        x = named.get("local_tensor")
+        found = None if self._paused or torch.compiler.is_compiling() else _dtensor.layout(
+            named.get("device_mesh"), named.get("placements"), named.get("grad_placements"))
+        have = self.type_of(x)
+        if found is not None and have is not None:
+            layout, given = found
+            call = f"DTensor.from_local({{x}}, mesh, {spell_placements(layout.placements)}, grad_placements="
+            self._report(check_from_local(have, layout, given, lambda new: call + spell_placements(new) + ")"),
+                         "DTensor.from_local", ("x",), "x")
+        return from_local(*arguments.args, **arguments.kwargs)
 
     def _check_summed(self, call: str, axes: Sequence[str], x: torch.Tensor, src: Endpoint, dst: Endpoint,
                       op: str) -> None:

@@ -10,6 +10,8 @@ defining module is not enough: :func:`rebind` replaces the function wherever a
 loaded module's namespace holds it.  A library that is not loaded is left
 alone (nothing is imported), and references held elsewhere (a default
 argument, a closure, an object's attribute) still reach the original.
+:func:`replace_attributes` replaces methods of a class (DTensor's ``to_local``)
+the same way: for the time checking is on.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["rebind"]
+__all__ = ["rebind", "replace_attributes"]
 
 Wrap = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -55,5 +57,27 @@ def rebind(replacements: Mapping[str, Wrap]) -> Callable[[], None]:
         for namespace, key, original, wrapper in replaced:
             if namespace.get(key) is wrapper:
                 namespace[key] = original
+
+    return undo
+
+
+def replace_attributes(owner: type, replacements: Mapping[str, Any]) -> Callable[[], None]:
+    """Set the class attributes of ``owner`` named in ``replacements``; returns the undo.
+
+    The undo puts back what the class itself defined (a ``staticmethod``
+    stays one), where the replacement is still in place.
+    """
+    saved = {name: owner.__dict__.get(name) for name in replacements}
+    for name, value in replacements.items():
+        setattr(owner, name, value)
+
+    def undo() -> None:
+        for name, value in replacements.items():
+            if owner.__dict__.get(name) is not value:
+                continue
+            if saved[name] is None:
+                delattr(owner, name)
+            else:
+                setattr(owner, name, saved[name])
 
     return undo

@@ -28,6 +28,7 @@ Where each rule is:
 * :mod:`.loss`: the ``loss.backward()`` rule;
 * :mod:`.ecosystem`: other libraries' communication functions and the calls they are;
 * :mod:`.placements`: DTensor placements and the local types they stand for;
+* :mod:`.local_map`: DTensor's ``local_map``, the types its placements give the function it wraps;
 * :mod:`.codes`: the error codes, one per class of mistake;
 * :mod:`.violations`: structured violations with fixes.
 """
@@ -98,6 +99,9 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.layout import entry_of as entry_of
     from spmd_types.typesystem.layout import local_indices as local_indices
     from spmd_types.typesystem.layout import pattern as pattern
+    from spmd_types.typesystem.local_map import LocalMap as LocalMap
+    from spmd_types.typesystem.local_map import local_map_input as local_map_input
+    from spmd_types.typesystem.local_map import local_map_output as local_map_output
     from spmd_types.typesystem.local_types import LOCAL_TYPES as LOCAL_TYPES
     from spmd_types.typesystem.local_types import WEAK as WEAK
     from spmd_types.typesystem.local_types import ZERO as ZERO
@@ -160,6 +164,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.placements import placement_type as placement_type
     from spmd_types.typesystem.placements import placements_for as placements_for
     from spmd_types.typesystem.placements import retarget_to_local as retarget_to_local
+    from spmd_types.typesystem.placements import spell_placements as spell_placements
     from spmd_types.typesystem.placements import to_local_type as to_local_type
     from spmd_types.typesystem.planner import Plan as Plan
     from spmd_types.typesystem.planner import Step as Step
@@ -217,6 +222,7 @@ _DEFINED_IN: dict[str, str] = {
         ("Digit", "Reorder", "change", "digits_of", "dim_indices", "entry_of", "local_indices", "pattern"),
         "layout",
     ),
+    **dict.fromkeys(("LocalMap", "local_map_input", "local_map_output"), "local_map"),
     **dict.fromkeys(
         ("AnnotationError", "AxisType", "AxisTypes", "Constant", "I", "LOCAL_TYPES", "LocalType", "P", "R", "S",
          "Shard", "V", "WEAK", "ZERO", "axis_types_marker", "gradient_type", "is_varying", "local_type",
@@ -244,7 +250,7 @@ _DEFINED_IN: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("PLACEMENT_KINDS", "Placement", "Placements", "check_from_local", "default_grad_placement", "placement_type",
-         "placements_for", "retarget_to_local", "to_local_type"),
+         "placements_for", "retarget_to_local", "spell_placements", "to_local_type"),
         "placements",
     ),
     **dict.fromkeys(("Plan", "Step", "plan_redistribute", "plan_via_replicated",), "planner"),

@@ -65,6 +65,7 @@ __all__ = [
     "placement_type",
     "placements_for",
     "retarget_to_local",
+    "spell_placements",
     "to_local_type",
 ]
 
@@ -92,6 +93,17 @@ class Placement:
 
     def __str__(self) -> str:
         return self.code
+
+    @staticmethod
+    def parse(code: str) -> Placement:
+        """The placement :attr:`code` spells (``"Shard(0)"``, ``"Replicate()"``)."""
+        kind, _, rest = code.partition("(")
+        return Placement(kind, int(rest[:-1]) if rest[:-1] else None)
+
+
+def spell_placements(placements: Sequence[Placement]) -> str:
+    """A list of placements as it is written in Python: ``[Replicate(), Shard(0)]``."""
+    return "[" + ", ".join(p.code for p in placements) + "]"
 
 
 _REPLICATE: Final = Placement("Replicate")
@@ -152,9 +164,8 @@ class Placements:
         dims, placements = [], []
         for item in text.split(", "):
             dim, _, code = item.partition(":")
-            kind, _, rest = code.partition("(")
             dims.append(dim)
-            placements.append(Placement(kind, int(rest[:-1]) if rest[:-1] else None))
+            placements.append(Placement.parse(code))
         return Placements(tuple(dims), tuple(placements))
 
     def grads(self, given: Sequence[Placement] | None) -> tuple[Placement, ...]:
@@ -221,7 +232,7 @@ def to_local_type(
 
 
 def check_from_local(
-    have: SpmdType, placements: Placements, given: Sequence[Placement] | None, respell: Respell
+    have: SpmdType, placements: Placements, given: Sequence[Placement] | None, respell: Respell | None
 ) -> tuple[Violation, ...]:
     """``DTensor.from_local(x, mesh, placements, grad_placements=given)`` with ``x`` of type ``have``.
 
@@ -229,7 +240,8 @@ def check_from_local(
     mismatch is fixed by the gradient placement that makes the pair ``x``'s
     type, when the forward placement is already right (``R`` data declared
     ``Replicate()`` needs ``Partial()`` gradients), or else by the cast of
-    ``x`` to the type the placements stand for.
+    ``x`` to the type the placements stand for.  ``respell`` is ``None``
+    where the gradient placements cannot be given (``local_map``'s outputs).
     """
     grads = placements.grads(given)
     violations = []
@@ -238,7 +250,7 @@ def check_from_local(
         if t is None:
             continue
         if want is None:
-            fixes = _grad_fixes(forward, grads, k, respell, (t,))
+            fixes = _grad_fixes(forward, grads, k, respell, (t,)) if respell is not None else ()
             violations.append(Violation(Code.COLLECTIVE, axis, _no_type(forward, grad, given is not None),
                                         (forward.code, grad.code), (), fixes))
             continue
@@ -247,7 +259,7 @@ def check_from_local(
         how = "gradient placement" if given is not None else "default gradient placement"
         reason = (f"the local tensor is {t.code}, but placement {forward.code} with {how} {grad.code} "
                   f"stands for {want.code}")
-        fixes = _grad_fixes(forward, grads, k, respell, (t,))
+        fixes = _grad_fixes(forward, grads, k, respell, (t,)) if respell is not None else ()
         cast = fix("redistribute", t, want, axis) if isinstance(t, (LocalType, Shard)) and isinstance(
             want, (LocalType, Shard)) else None
         violations.append(Violation(Code.BOUNDARY, axis, reason, (t.code, want.code), (),

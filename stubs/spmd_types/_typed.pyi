@@ -2,7 +2,8 @@
 # here exists at run time, and user code never names these classes; it writes
 # `Annotated[Tensor, R["dp"], V["tp"]]` and the plugin turns that into
 # `SpmdTensor[Literal["dp:R", "tp:V"]]`.
-from typing import Generic, TypeVar
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 from torch import Tensor
 from torch.distributed import ProcessGroup
@@ -39,3 +40,12 @@ class PlacedDTensor(DTensor, Generic[_L_co]):
     A DTensor is a global tensor: ops on it are DTensor's, and the plugin gives their
     results no type. Its placements are what ``to_local`` turns into a local type.
     """
+
+class LocalMapDecorator(Generic[_L_co]):
+    """``local_map(out_placements=..., ...)`` without its function: a decorator whose placements are known.
+
+    Written ``LocalMapDecorator[Literal["tp | Replicate(); None | - | Shard(0) | one"]]`` (see
+    ``spmd_types.typesystem.LocalMap``); the plugin checks the function it decorates.
+    """
+
+    def __call__(self, func: Callable[..., Any], /) -> Any: ...

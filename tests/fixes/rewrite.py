@@ -2,7 +2,7 @@
 
 A fix is what :meth:`spmd_types.typesystem.Message.parse` reads back from one
 error line: calls, then their cost in parentheses.  Its forms, and what
-applying one does to the statement on the error's line:
+applying one does to the statement (or decorator) on the error's line:
 
 * ``f(e, ...)``, or several such calls joined by ``and``: every occurrence of
   the expression ``e`` in the statement (not as an assignment target) becomes
@@ -123,18 +123,21 @@ class _Rewriter(cst.CSTTransformer):
         self.module = module
         self.line = line
         self.fix = fix
-        self.statement: cst.BaseSmallStatement | None = None  # the statement on the error's line, once inside it
+        # The statement (or decorator) on the error's line, once inside it.
+        self.statement: cst.BaseSmallStatement | cst.Decorator | None = None
         self.targets: set[int] = set()  # the ids of the assignment targets seen: never rewritten
         self.changed = 0
 
     def _on_line(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` spans the error's line (a function's or class's decorators count as its lines)."""
         where = self.get_metadata(PositionProvider, node)
-        return bool(where.start.line <= self.line <= where.end.line)
+        decorators = node.decorators if isinstance(node, (cst.FunctionDef, cst.ClassDef)) else ()
+        return bool(where.start.line <= self.line <= where.end.line) or any(map(self._on_line, decorators))
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if self.statement is None:
-            if isinstance(node, cst.BaseSmallStatement) and self._on_line(node):
-                self.statement = node
+            if isinstance(node, (cst.BaseSmallStatement, cst.Decorator)) and self._on_line(node):
+                self.statement = node  # a decorator too: the error of ``@local_map(...)`` is on its line
             elif isinstance(node, (cst.BaseStatement, cst.IndentedBlock)) and not self._on_line(node):
                 return False
         if isinstance(node, (cst.AugAssign, cst.AnnAssign)):
