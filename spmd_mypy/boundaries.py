@@ -119,7 +119,8 @@ def relax_method(session: Session, ctx: MethodSigContext, method: str) -> Functi
     receiver = get_proper_type(ctx.type)
     if method == "__call__" and isinstance(receiver, Instance):
         forward = _forward_signature(receiver.type)
-        bound = bind_method(forward, receiver) if forward is not None else None
+        owner = forward.definition.info if forward is not None and isinstance(forward.definition, FuncDef) else None
+        bound = bind_method(forward, receiver, owner) if forward is not None else None
         signature = bound if isinstance(bound, CallableType) else None
     elif method == "apply":
         info = _class_of(receiver)

@@ -45,7 +45,10 @@ from mypy.nodes import (
     WithStmt,
 )
 from mypy.plugin import CheckerPluginInterface, TypeAnalyzerPluginInterface
-from mypy.typeops import bind_self
+from mypy.expandtype import expand_type_by_instance
+from mypy.maptype import map_instance_to_supertype
+from mypy import subtypes
+from mypy.typeops import bind_self, make_simplified_union
 from mypy.types import ExtraAttrs, FunctionLike, Instance, LiteralType, Type
 
 from spmd_mypy.fullnames import AUTOGRAD_FUNCTION, NO_GRAD
@@ -62,6 +65,7 @@ __all__ = [
     "final_str_value",
     "inferred_assignments",
     "is_declaration",
+    "is_subtype",
     "lookup_type_info",
     "lookup_type_name",
     "name_assignments",
@@ -69,6 +73,7 @@ __all__ = [
     "past_speculation",
     "read_side_channel",
     "returned_values",
+    "simplified_union",
     "with_side_channel",
     "without_autograd_spans",
 ]
@@ -355,9 +360,27 @@ def container_elements(expr: Expression, values: bool) -> ListExpr | None:
     return ListExpr(list(expr.items)) if isinstance(expr, (ListExpr, TupleExpr, SetExpr)) else None
 
 
-def bind_method(method: FunctionLike, receiver: Instance) -> FunctionLike:
-    """``method`` with its ``self`` parameter bound to ``receiver``."""
-    return bind_self(method, receiver)
+def bind_method(method: FunctionLike, receiver: Instance, owner: TypeInfo | None = None) -> FunctionLike:
+    """``method`` with its ``self`` parameter bound to ``receiver``.
+
+    When ``owner``, the class that defines the method, is generic, its type
+    variables are replaced by the receiver's type arguments
+    (``ColumnParallelLinear[Gathered]``'s ``forward`` returns ``Gathered``).
+    """
+    bound = bind_self(method, receiver)
+    if owner is not None and owner.type_vars and receiver.type.has_base(owner.fullname):
+        bound = expand_type_by_instance(bound, map_instance_to_supertype(receiver, owner))
+    return bound
+
+
+def is_subtype(left: Type, right: Type) -> bool:
+    """mypy's subtype relation (an instance's type arguments against an overload's ``self`` type)."""
+    return subtypes.is_subtype(left, right)
+
+
+def simplified_union(items: list[Type]) -> Type:
+    """The union of ``items``, with duplicates removed (one item: that item)."""
+    return make_simplified_union(items)
 
 
 def expression_type(api: CheckerPluginInterface, expr: Expression) -> Type | None:

@@ -34,10 +34,10 @@ from mypy.plugin import (
 )
 from mypy.types import FunctionLike, Type
 
-from spmd_mypy import boundaries, collectives, dtensor, ecosystem, gradients, gradual, ops
+from spmd_mypy import boundaries, collectives, dtensor, ecosystem, flags, gradients, gradual, ops
 from spmd_mypy.annotations import analyze
 from spmd_mypy.boundaries import fit_declared
-from spmd_mypy.callables import declared_attribute, declared_function, declared_method
+from spmd_mypy.callables import class_info, declared_attribute, declared_function, declared_method
 from spmd_mypy.collectives import COLLECTIVES
 from spmd_mypy.compat import note
 from spmd_mypy.encoding import Encoder
@@ -187,6 +187,10 @@ class Router:
             return partial(ops.check_property, attribute=attribute)
         if owner and declared_attribute(self._session, owner, attribute).plain_result:
             return gradual.unknown_attribute
+        if owner and (info := class_info(self._session, owner)) is not None:
+            table = flags.flag_table(self._session, info)
+            if table is not None and attribute in table.flags():
+                return partial(flags.read_flag, owner=info, flag=attribute)
         return None
 
     # -- how each kind of hook runs its handler --------------------------------------
