@@ -34,7 +34,7 @@ from mypy.plugin import (
 )
 from mypy.types import FunctionLike, Type
 
-from spmd_mypy import boundaries, collectives, dtensor, ecosystem, flags, gradients, gradual, ops
+from spmd_mypy import boundaries, collectives, dtensor, ecosystem, flags, gradients, gradual, ops, size_one
 from spmd_mypy.annotations import analyze
 from spmd_mypy.boundaries import fit_declared
 from spmd_mypy.callables import class_info, declared_attribute, declared_function, declared_method
@@ -45,8 +45,10 @@ from spmd_mypy.error_codes import INTERNAL
 from spmd_mypy.fullnames import (
     ANNOTATED,
     ASSERT_TYPE,
+    AXIS_SIZE,
     BUILTIN_SUM,
     DTENSOR_RECEIVERS,
+    GROUP_RECEIVERS,
     INIT_DEVICE_MESH,
     MESH_RECEIVERS,
     SPMD_ALIAS,
@@ -60,7 +62,14 @@ from spmd_mypy.report import emit
 from spmd_mypy.session import Session
 from spmd_mypy.values import with_result
 from spmd_mypy.verdict import Verdict
-from spmd_types.typesystem import AUTOGRAD_FUNCTIONS, EQUIVALENTS, GROUP_GETTERS, IN_PLACE, TENSOR_PROPERTIES
+from spmd_types.typesystem import (
+    AUTOGRAD_FUNCTIONS,
+    EQUIVALENTS,
+    GROUP_GETTERS,
+    IN_PLACE,
+    SIZE_GETTERS,
+    TENSOR_PROPERTIES,
+)
 
 __all__ = ["Router", "finish"]
 
@@ -112,6 +121,8 @@ class Router:
             return partial(ecosystem.check_in_place_call, entry=in_place)
         if (role := GROUP_GETTERS.get(fullname)) is not None:
             return partial(ecosystem.group_of_role, role=role)
+        if fullname in SIZE_GETTERS or fullname == AXIS_SIZE:
+            return size_one.size_getter
         if fullname == INIT_DEVICE_MESH:
             return dtensor.check_init_device_mesh
         if fullname == BUILTIN_SUM:
@@ -151,6 +162,8 @@ class Router:
             return gradients.check_backward_method if method == "backward" else partial(ops.check_method, method=method)
         if owner in DTENSOR_RECEIVERS and method in _DTENSOR_METHODS:
             return _DTENSOR_METHODS[method]
+        if owner in GROUP_RECEIVERS and method == "size":
+            return size_one.size_getter
         if owner in MESH_RECEIVERS and method == "__getitem__":
             return dtensor.check_submesh
         if method == "__call__" and (module_op := ops.torch_module_op(owner)) is not None:
@@ -242,7 +255,7 @@ def finish(session: Session, api: CheckerPluginInterface, context: Context, defa
         typed = with_result(Encoder.for_checker(session, api), typed, verdict.result)
     if verdict.fit:
         typed = fit_declared(session, api, typed, context, verdict)
-    emit(api, verdict.reports)
+    emit(api, size_one.remaining(session, api, verdict.reports))
     return typed
 
 

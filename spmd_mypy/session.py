@@ -48,7 +48,9 @@ class Session:
       keeps the same parse of it (:mod:`spmd_mypy.files`);
     * ``flag_tables``: per class, which constructor overload sets which
       configuration flag (:mod:`spmd_mypy.flags`), while the class keeps its
-      constructor.
+      constructor;
+    * ``size_one_filter``: the filter of mypy's errors in code guarded by a
+      test that an axis has one rank (:mod:`spmd_mypy.size_one`), once installed.
     """
 
     def __init__(self, options: PluginOptions, lookup: Callable[[str], SymbolTableNode | None]) -> None:
@@ -60,6 +62,7 @@ class Session:
         self.stubs_warned: StubsWarned = {}
         self.files: dict[str, FileFacts] = {}
         self.flag_tables: dict[str, FlagTable] = {}
+        self.size_one_filter: object | None = None
 
     def forget_callables(self) -> None:
         """Drop what is known about callables: a module was (re)parsed, and may have changed them."""

@@ -11,8 +11,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from megatron.core.parallel_state import get_tensor_model_parallel_world_size
+from torch.distributed import ProcessGroup
+
 import spmd_types as spmd
-from spmd_types import I, P, R, S, Spmd, V, all_gather, all_reduce, convert, reduce_scatter, reinterpret
+from spmd_types import Axis, I, P, R, S, Spmd, V, all_gather, all_reduce, axis_size, convert, reduce_scatter, reinterpret
 
 Whole = Spmd[Tensor, "tp:I"]  # replicated activations; the layer reduces their gradient itself
 SeqSharded = Spmd[Tensor, "tp:S(0)"]  # sequence parallel: sharded along the sequence
@@ -94,7 +97,7 @@ def model(h: Annotated[Tensor, I["tp"]], target: Tensor) -> Annotated[Tensor, I[
     reveal_type(up(h))  # N: SpmdTensor[Literal['tp:V']]
     reveal_type(head(h))  # N: SpmdTensor[Literal['tp:I']]
     h = down(torch.relu(up(h)))  # OK
-    reveal_type(down)  # N: RowParallelLinear[SpmdTensor[Literal['tp:V']], SpmdTensor[Literal['tp:I']]]
+    reveal_type(down)  # N: RowParallelLinear[spmd_types._typed.SpmdTensor[Literal['tp:V']], spmd_types._typed.SpmdTensor[Literal['tp:I']]]
     # The historical bug: vocabulary-sharded logits gathered, then fed to the vocab-parallel loss.
     return vocab_parallel_cross_entropy(head(h), target)  # E: [spmd-boundary] argument "logits" of "vocab_parallel_cross_entropy" on axis 'tp': expected S(-1), got I
 
@@ -146,5 +149,70 @@ class UnguardedColumn(nn.Module, Generic[ColOut]):
     def forward(self, out: Annotated[Tensor, V["tp"]]) -> ColOut:
         reveal_type(self.gather_output)  # N: Literal[True] # N: Literal[False]
         if self.gather:
-            return all_gather(out, "tp", src=V, dst=I, gather_dim=-1)  # E: [spmd-boundary] return value on axis 'tp': expected S(-1), got I
+            return all_gather(out, "tp", src=V, dst=I, gather_dim=-1)  # E: [spmd-boundary] on axis 'tp': expected S(-1), got I
         return out  # E: [return-value]
+
+
+# -- Size-1 axes: on one rank every collective is the identity, and the axis's types coincide.
+
+
+def gather_last_dim(x: Annotated[Tensor, V["tp"], R["dp"]]) -> Annotated[Tensor, R["tp"], R["dp"]]:
+    world_size = get_tensor_model_parallel_world_size()
+    if world_size == 1:
+        return x  # OK: one rank on tp
+    return all_gather(x, "tp", src=V, dst=R, gather_dim=-1)  # OK
+
+
+def reduce(partial: Annotated[Tensor, P["tp"]], group: Annotated[ProcessGroup, Axis["tp"]]) -> Annotated[Tensor, I["tp"]]:
+    if group.size() > 1:
+        return all_reduce(partial, "tp", src=P, dst=I)  # OK
+    else:
+        output = partial
+    reveal_type(output)  # N: SpmdTensor[Literal['tp:P']]
+    return output  # OK: only reached with one rank on tp
+
+
+def scatter(x: Annotated[Tensor, I["tp"], R["dp"]]) -> Annotated[Tensor, S["tp", -1], R["dp"]]:
+    if axis_size("tp") == 1:
+        y = x * 2  # OK
+        return y + torch.relu(x)  # OK: on one rank I and S(-1) are the same
+    return convert(x, "tp", src=I, dst=S(-1))  # OK
+
+
+def only_that_axis(x: Annotated[Tensor, V["tp"], V["dp"]]) -> Annotated[Tensor, R["tp"], R["dp"]]:
+    if axis_size("tp") == 1:
+        return x  # E: [return-value]
+    if axis_size("dp") <= 1:
+        return all_gather(x, "tp", src=V, dst=R)  # OK
+    return x  # E: [return-value]
+
+
+def unguarded(x: Annotated[Tensor, V["tp"]], n: int) -> Annotated[Tensor, R["tp"]]:
+    if n == 1:
+        return x  # E: [return-value]
+    return all_gather(x, "tp", src=V, dst=R)  # OK
+
+
+# -- Polymorphic modules: written once, checked once per listed type, the restriction checked at each use.
+
+Unreduced = TypeVar("Unreduced", Spmd[Tensor, "tp:R"], Spmd[Tensor, "tp:I"], Spmd[Tensor, "tp:V"])
+
+
+class LayerNorm(nn.Module):
+    def forward(self, x: Unreduced) -> Unreduced:
+        return F.layer_norm(x, (8,))  # OK: checked as R, as I and as V; no cast
+
+
+class Dropout(nn.Module):
+    def forward(self, x: Unreduced) -> Unreduced:
+        return F.dropout(x, 0.1)  # OK
+
+
+def residual(x: Unreduced, y: Unreduced) -> Unreduced:
+    return x + y  # OK: both the same listed type
+
+
+def block(h: Annotated[Tensor, S["tp", 0], R["dp"]], p: Annotated[Tensor, P["tp"]], u: Annotated[Tensor, R["dp"]]) -> None:
+    reveal_type(LayerNorm()(h))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:V']]
+    reveal_type(Dropout()(u))  # N: SpmdTensor[Literal['dp:R']]
+    LayerNorm()(p)  # E: [spmd-boundary] argument "x" of "LayerNorm.forward" on axis 'tp': expected one of R, I, V, got P
