@@ -18,7 +18,7 @@ from typing import Final
 from mypy import subtypes
 from mypy.checker import TypeChecker
 from mypy.errorcodes import ErrorCode
-from mypy.errors import ErrorInfo, ErrorWatcher
+from mypy.errors import ErrorInfo, Errors, ErrorWatcher
 from mypy.expandtype import expand_type, expand_type_by_instance
 from mypy.maptype import map_instance_to_supertype
 from mypy.nodes import (
@@ -514,7 +514,16 @@ ErrorFilter = Callable[[str, int, str | None, str], bool]
 """Whether to drop mypy's error in a file, at a line, with a code and a message."""
 
 
-def filter_errors(api: CheckerPluginInterface, drop: ErrorFilter) -> object | None:
+def _errors(api: object) -> object | None:
+    """mypy's one ``Errors`` object, reached from a checker or from a type analyzer (through its analyzer)."""
+    for owner in (api, getattr(api, "api", None)):
+        errors = getattr(getattr(owner, "msg", None), "errors", None)
+        if isinstance(errors, Errors):
+            return errors
+    return None
+
+
+def filter_errors(api: object, drop: ErrorFilter) -> object | None:
     """Have mypy drop its own errors that ``drop`` selects, from now on; the filter installed, or ``None``.
 
     mypy routes every error through a stack of error watchers, the top one
@@ -523,9 +532,9 @@ def filter_errors(api: CheckerPluginInterface, drop: ErrorFilter) -> object | No
     to report.  Call once per run: the returned object says whether it is still
     in place (:func:`has_error_filter`).
     """
-    errors = api.msg.errors
+    errors = _errors(api)
     watchers = getattr(errors, "_watchers", None)
-    if not isinstance(watchers, list):
+    if not isinstance(errors, Errors) or not isinstance(watchers, list):
         return None
 
     def selected(file: str, info: ErrorInfo) -> bool:
@@ -539,9 +548,9 @@ def filter_errors(api: CheckerPluginInterface, drop: ErrorFilter) -> object | No
     return watcher
 
 
-def has_error_filter(api: CheckerPluginInterface, installed: object | None) -> bool:
+def has_error_filter(api: object, installed: object | None) -> bool:
     """Whether the filter ``installed`` by :func:`filter_errors` still watches mypy's errors."""
-    watchers = getattr(api.msg.errors, "_watchers", None)
+    watchers = getattr(_errors(api), "_watchers", None)
     return installed is not None and isinstance(watchers, list) and any(w is installed for w in watchers)
 
 

@@ -115,7 +115,12 @@ def size_one_axes(session: Session, api: CheckerPluginInterface, where: Context)
 def size_one_axes_at(session: Session, path: str, line: int) -> frozenset[str]:
     """The same, for a line of a file mypy has checked (where mypy reports an error of its own)."""
     facts = session.files.get(path)
-    return facts.size_one_axes(session, line) if facts is not None else frozenset()
+    if facts is None:
+        tree = next((tree for tree in (session.modules or {}).values() if tree.path == path), None)
+        if tree is None:
+            return frozenset()
+        facts = FileFacts(tree, redefinable_parameters=False)  # not kept: only its size-one spans are read
+    return facts.size_one_axes(session, line)
 
 
 class FileFacts:

@@ -102,7 +102,13 @@ class Router:
         if fullname not in ANNOTATED and fullname != SPMD_ALIAS:
             return None
         alias_form = fullname == SPMD_ALIAS
-        return self._guarded(lambda ctx: analyze(self._session, ctx, alias_form), _unannotated)
+        session = self._session
+
+        def annotation(ctx: AnalyzeTypeContext) -> Type:
+            size_one.watch(session, ctx.api)  # before any module with SPMD types is checked
+            return analyze(session, ctx, alias_form)
+
+        return self._guarded(annotation, _unannotated)
 
     # -- calls of functions ----------------------------------------------------------
 

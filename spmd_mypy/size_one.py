@@ -65,8 +65,12 @@ def size_getter(session: Session, ctx: FunctionContext | MethodContext) -> Verdi
     return Verdict()
 
 
-def watch(session: Session, api: CheckerPluginInterface) -> None:
-    """Have mypy drop its own errors that guarded code makes on its axis (once per run)."""
+def watch(session: Session, api: object) -> None:
+    """Have mypy drop its own errors that guarded code makes on its axis (once per run).
+
+    Called from every annotation the plugin reads (``api`` a type analyzer),
+    so that the filter is in place before mypy checks a module with SPMD types.
+    """
     if has_error_filter(api, session.size_one_filter):
         return
 
