@@ -30,7 +30,7 @@ import inspect
 import sys
 import typing
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import nn
@@ -81,8 +81,8 @@ class Comparison:
         """Record whether ``collect()`` (the simulated global value) equals ``want``."""
         try:
             got = collect()
-        except ReplicasDiffer as error:
-            self.outcomes.append(Outcome(name, str(error)))
+        except ReplicasDiffer as differ:
+            self.outcomes.append(Outcome(name, str(differ)))
             return
         if got is None or want is None:
             if got is not want:
@@ -203,6 +203,10 @@ class ModuleExample:
     # precision states its own tolerance (torch.allclose's rtol and atol).
     rtol: float = 1e-6
     atol: float = 1e-9
+
+    def on_ranks(self, ranks: int) -> ModuleExample:
+        """The same example with ``ranks`` ranks on every mesh axis."""
+        return replace(self, mesh=dict.fromkeys(self.mesh, ranks))
 
     def run(self, seed: int = 0) -> Comparison:
         """Run on every simulated rank and compare with the reference (see the module docstring)."""

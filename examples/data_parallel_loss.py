@@ -32,8 +32,8 @@ Run it on 4 simulated ranks and compare with one device::
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Annotated
+from dataclasses import dataclass, replace
+from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
@@ -45,7 +45,7 @@ from spmd_types import P, R, S, Spmd, V, all_reduce, reinterpret
 from spmd_types.typesystem import SpmdType
 
 IGNORE = -100  # the target of a padding position
-Batch = Spmd[Tensor, "dp:S(0)"]  # the alias spelling that keeps the SPMD type
+Batch = Spmd[Tensor, Literal["dp:S(0)"]]  # the alias spelling that keeps the SPMD type
 
 
 class TokenClassifier(nn.Module):
@@ -106,6 +106,10 @@ class TrainingExample:
     vocab: int = 11
     micro_batches: int = 3
     tokens: int = 8  # per micro-batch, over all ranks
+
+    def on_ranks(self, ranks: int) -> TrainingExample:
+        """The same example on ``ranks`` data-parallel ranks."""
+        return replace(self, dp=ranks)
 
     def run(self, seed: int = 0) -> Comparison:
         generator = torch.Generator().manual_seed(seed)

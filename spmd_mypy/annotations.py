@@ -1,4 +1,4 @@
-"""Reading SPMD annotations: ``Annotated[Tensor, R["dp"], V["tp"]]`` and ``Spmd[Tensor, "dp:R, tp:V"]``.
+"""Reading SPMD annotations: ``Annotated[Tensor, R["dp"], V["tp"]]`` and ``Spmd[Tensor, Literal["dp:R, tp:V"]]``.
 
 The hook runs during semantic analysis, before mypy would drop ``Annotated``
 metadata, and sees the metadata unevaluated: ``R["dp"]`` arrives as an
@@ -8,8 +8,11 @@ resolves the marker names (so ``spmd.R`` and aliased imports work), builds the
 Mistakes are ``spmd-annotation`` errors and fall back to the unannotated type.
 
 ``Annotated`` metadata is dropped by mypy inside type aliases (python/mypy#17514);
-``Spmd[Tensor, "dp:R, tp:V"]`` is the spelling that survives them, with the
-SPMD type in its canonical text form.
+``Spmd[Tensor, Literal["dp:R, tp:V"]]`` is the spelling that survives them, with
+the SPMD type in its canonical text form.  Checkers without the plugin read it
+as ``Tensor`` (the stubs declare ``Spmd`` a generic alias of its first
+argument).  A bare string or markers in its place are read too, and reported:
+those checkers reject them, and mypy looks up ``"dp"`` in ``R["dp"]`` as a name.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from spmd_mypy.error_codes import ANNOTATION, CODES
 from spmd_mypy.fullnames import (
     AXIS_MARKERS,
     DEVICE_MESH,
+    LITERAL,
     LOCAL_TYPE_MARKERS,
     PARAMETER,
     PROCESS_GROUP,
@@ -104,32 +108,81 @@ def _read_metadata(
     ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_form: bool
 ) -> SpmdType | tuple[str, ...] | None:
     """The SPMD type the metadata declares, the axes of its ``Axis[...]`` markers in order, or ``None``."""
+    if is_alias_form:
+        return _read_alias_form(ctx, metadata)
     markers: list[AxisTypes] = []
     axes: list[str] = []
     for item in metadata:
-        if is_alias_form and isinstance(item, RawExpressionType) and isinstance(item.literal_value, str):
-            try:
-                markers.extend(markers_from_text(item.literal_value))
-            except AnnotationError as error:
-                raise _Bad(str(error)) from None
-            continue
         if not isinstance(item, UnboundType):
-            if is_alias_form:
-                raise _Bad('Spmd[...] takes a tensor type and SPMD markers or a string such as "dp:R, tp:V"')
             continue  # another library's metadata
         fullname = lookup_type_name(ctx.api, item.name, ctx.context)
         if fullname in AXIS_MARKERS:
             axes.append(_axis_name(item))
         elif fullname in LOCAL_TYPE_MARKERS or fullname in SHARD_MARKERS:
             markers.append(_marker(item, fullname))
-        elif is_alias_form:
-            raise _Bad(f"Spmd[...]: {item.name} is not an SPMD marker (R, I, V, P or S)")
     if axes and markers:
         raise _Bad("Axis[...] marks process groups and cannot be combined with tensor markers")
     if len(set(axes)) < len(axes):
         raise _Bad(f"Axis[...] names each mesh axis once, got {', '.join(axes)}")
     if axes:
         return tuple(axes)
+    return _combined(markers)
+
+
+_ALIAS_FORM = 'Spmd[...] takes a tensor type and the SPMD type as a Literal string, as in Spmd[Tensor, Literal["dp:R"]]'
+
+
+def _read_alias_form(ctx: AnalyzeTypeContext, metadata: Sequence[Type]) -> SpmdType | None:
+    """The SPMD type of ``Spmd[Tensor, Literal["dp:R, tp:V"]]``.
+
+    A bare string (``Spmd[Tensor, "dp:R"]``) or markers (``Spmd[Tensor, R["dp"]]``)
+    are read as well, and reported with the spelling to write instead:
+    checkers without the plugin reject them.
+    """
+    markers: list[AxisTypes] = []
+    rejected_elsewhere = False
+    for item in metadata:
+        if isinstance(item, RawExpressionType) and isinstance(item.literal_value, str):
+            markers.extend(_from_text(item.literal_value))
+            rejected_elsewhere = True
+            continue
+        if not isinstance(item, UnboundType):
+            raise _Bad(_ALIAS_FORM)
+        fullname = lookup_type_name(ctx.api, item.name, ctx.context)
+        if fullname in LITERAL and item.args:
+            for arg in item.args:
+                markers.extend(_from_text(_literal_string(arg)))
+        elif fullname in LOCAL_TYPE_MARKERS or fullname in SHARD_MARKERS:
+            markers.append(_marker(item, fullname))
+            rejected_elsewhere = True
+        else:
+            raise _Bad(f"{_ALIAS_FORM}; {item.name} is neither")
+    spmd = _combined(markers)
+    if rejected_elsewhere:
+        base = ctx.type.args[0]
+        shown = base.name if isinstance(base, UnboundType) else "Tensor"
+        _fail(ctx, f'Spmd[...] is read here, but plain mypy and pyright reject this spelling; write '
+                   f'Spmd[{shown}, Literal["{spmd}"]] (or Annotated[{shown}, ...] with the markers)', Code.ANNOTATION)
+    return spmd
+
+
+def _literal_string(arg: Type) -> str:
+    """The string of one ``Literal[...]`` argument (``"dp"`` arrives as a name, ``"dp:R"`` as raw text)."""
+    if isinstance(arg, UnboundType) and arg.original_str_expr is not None:
+        return arg.original_str_expr
+    if isinstance(arg, RawExpressionType) and isinstance(arg.literal_value, str):
+        return arg.literal_value
+    raise _Bad(_ALIAS_FORM)
+
+
+def _from_text(text: str) -> list[AxisTypes]:
+    try:
+        return markers_from_text(text)
+    except AnnotationError as error:
+        raise _Bad(str(error)) from None
+
+
+def _combined(markers: list[AxisTypes]) -> SpmdType | None:
     try:
         return spmd_type_from_metadata(markers)
     except AnnotationError as error:

@@ -46,6 +46,7 @@ from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import AXIS_GROUP, SPMD_TENSORS, SPMD_TYPED
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.source import source
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
     RETURN_VALUE,
@@ -252,7 +253,7 @@ def _check_arguments(
         for actual, expr in zip(actual_types, exprs):
             where = argument_site(name, callee)
             violations = _compare(verdict, actual, formal, expr)
-            verdict.report(violations, expr, where, value=spell(expr))
+            verdict.report(violations, expr, where, value=source(expr))
 
 
 def _is_restricted(formal: Type) -> bool:
@@ -333,12 +334,12 @@ def fit_declared(
     if not isinstance(value, SpmdType):
         return result
     violations = check_fits(value, declared)
-    operands: tuple[str, ...] = ()
+    operands: tuple[str | None, ...] = ()
     producer = verdict.producer
     if producer is not None:
         violations = tuple(producer.retarget(v, declared.get(v.axis or "")) for v in violations)
         operands = (producer.x,)
-    value_name = spell(context) if isinstance(context, Expression) else "x"
+    value_name = source(context) if isinstance(context, Expression) else None
     verdict.report(violations, context, where, operands, value=value_name, speculative=verdict.speculative)
     # A value that fits and that mypy accepts as it is keeps its own type, so that a declared
     # variable re-bound to it is narrowed to it (x = all_reduce(x, ..., op="max") is a constant).

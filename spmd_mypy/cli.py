@@ -21,6 +21,13 @@ Baseline.  ``--update-baseline --baseline FILE`` records every error found
 now; ``--baseline FILE`` then reports, and fails on, only the errors FILE does
 not record (:mod:`spmd_mypy.baseline` says how errors are matched).
 
+Coverage.  ``--coverage`` adds, after the report, how much of each function
+the SPMD types reach and each place where they are lost
+(:mod:`spmd_mypy.coverage`); ``--coverage-report FILE`` writes the same as
+JSON.  The files given are then checked again even when mypy's cache has them
+(mypy keeps expression types only for what it checks); with variants, name one
+with ``--variant``.
+
 Settings.  A mypy configuration of yours (found the way mypy finds one, or
 given with ``--config-file``) is used when it loads the plugin
 (``plugins = spmd_mypy.plugin``).  Otherwise the recommended settings
@@ -41,6 +48,7 @@ import argparse
 import contextlib
 import importlib.util
 import io
+import json
 import os
 import re
 import sys
@@ -57,6 +65,8 @@ from spmd_types.typesystem import Code, Message
 
 if TYPE_CHECKING:
     from mypy.options import Options
+
+    from spmd_mypy.coverage import FileCoverage
 
 __all__ = ["Finding", "Settings", "SetupError", "choose_settings", "find_stubs", "main", "parse_output"]
 
@@ -307,6 +317,11 @@ def _arguments(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="report only the errors that FILE does not record (see --update-baseline)")
     parser.add_argument("--update-baseline", action="store_true",
                         help="with --baseline: record every error found now in FILE, and exit 0")
+    parser.add_argument("--coverage", action="store_true",
+                        help="also report, per function, the share of tensor expressions with a known SPMD type "
+                             "and each place where a type is lost")
+    parser.add_argument("--coverage-report", type=Path, metavar="FILE",
+                        help="write that coverage report to FILE as JSON")
     parser.add_argument("--skip-torch-internals", action="store_true",
                         help="with --print-config: add the section that skips torch's heavy subpackages "
                              "(faster one-shot runs; not for the mypy daemon)")
@@ -349,8 +364,15 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         found = _options(["--config-file", settings.config_file, *args.paths])
         mypy_args = ["--config-file", settings.config_file, "--show-absolute-path", "--show-error-codes",
                      "--hide-error-context", "--no-pretty", "--no-error-summary", *args.paths]
+        measured: list[FileCoverage] | None = None
         with _mypy_path(settings.stubs):
-            if chosen:
+            if args.coverage or args.coverage_report:
+                if len(chosen) > 1:
+                    print("spmd-check: --coverage measures one configuration; name a variant with --variant",
+                          file=sys.stderr)
+                    return 2
+                runs, measured = _run_with_coverage(mypy_args, chosen)
+            elif chosen:
                 cache_root = Path(found[1].cache_dir) if found is not None else Path(".mypy_cache")
                 runs = variants.run_all(chosen, mypy_args, cache_root)
             else:
@@ -382,11 +404,35 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
         render(files, findings, settings, out, _Style(color))
         for text in other:
             print(text, file=out)
+        if measured is not None and args.coverage:
+            from spmd_mypy.coverage import render as render_coverage
+
+            render_coverage(measured, out)
         out.flush()
     except BrokenPipeError:  # the reader stopped early (`spmd-check ... | head`)
         os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+    if measured is not None and args.coverage_report:
+        from spmd_mypy.coverage import as_json
+
+        args.coverage_report.write_text(json.dumps(as_json(measured), indent=1) + "\n")
     errors = any(f.kind == "error" for found in findings.values() for f in found)
     return 1 if errors and not args.exit_zero else 0
+
+
+def _run_with_coverage(
+    mypy_args: list[str], chosen: tuple[config.Variant, ...]
+) -> tuple[dict[str, tuple[str, str, int]], list[FileCoverage]]:
+    """One mypy run that keeps expression types (:func:`spmd_mypy.compat.check_with_types`), and its coverage."""
+    from spmd_mypy.compat import check_with_types
+    from spmd_mypy.coverage import measure
+
+    flags = chosen[0].mypy_flags() if chosen else []
+    with contextlib.redirect_stderr(io.StringIO()) as stderr:
+        run = check_with_types([*flags, *mypy_args])
+    output = "".join(line + "\n" for line in run.output)
+    measured = [measure(_shown(Path(path).resolve()), tree, run.types)
+                for path, tree in sorted(run.trees.items())]
+    return {chosen[0].name if chosen else "": (output, stderr.getvalue(), run.status)}, measured
 
 
 def _chosen_variants(configured: tuple[config.Variant, ...], name: str | None) -> tuple[config.Variant, ...]:

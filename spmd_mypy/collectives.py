@@ -12,6 +12,7 @@ is a checked cast point: ``x`` must fit the asserted type, which it then has.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
 from mypy.nodes import (
@@ -36,6 +37,7 @@ from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import DEVICE_MESH, LOCAL_TYPE_MARKERS, SHARD_MARKERS, STR, spmd_function
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.source import source
 from spmd_mypy.values import contains_tensor
 from spmd_mypy.verdict import Producer, Verdict
 from spmd_types.typesystem import (
@@ -107,6 +109,7 @@ def apply_call(
     reduction: str = "sum",
     where: str | None = None,
     returns: Type | None = None,
+    written: str | None = None,
 ) -> Verdict:
     """``call(x, axis, src=src, dst=dst)`` at this call site.
 
@@ -114,20 +117,23 @@ def apply_call(
     group: the core checks it on each).  ``where`` names the call in messages
     (by default ``call``): a library function typed as one of these calls
     names itself, and ``returns`` is the result type to give where mypy's has
-    no tensor (an untyped library function's ``Any``).
+    no tensor (an untyped library function's ``Any``); ``written`` is how the
+    source spells that function, which a fix replacing the call names.
     """
     axes = (axis,) if isinstance(axis, str) else axis
     x_expr, x_type = x
     found = Encoder.read(x_type)
     have = found if isinstance(found, SpmdType) else UNKNOWN
     result, violations = check_call_on_axes(call, axes, have, src, dst, reduction)
-    value = spell(x_expr) if x_expr is not None else "x"
+    violations = _replacing(tuple(violations), call, written)
+    value = source(x_expr) if x_expr is not None else None
     src_used = src if src is not None else CALLS[call].src_default
     # A boundary mismatch is fixed at the call itself (its dst), which a fix can spell for one axis.
     producer = None
     if src_used is not None and len(axes) == 1:
         used: Endpoint = src_used
-        producer = Producer(value, lambda v, want: retargeted(v, call, axes[0], used, want))
+        producer = Producer(value, lambda v, want: _replacing((retargeted(v, call, axes[0], used, want),), call,
+                                                              written)[0])
     verdict = _typed_result(ctx, result, producer, returns)
     if isinstance(found, Divergent) and x_expr is not None:
         report_divergent(verdict, x_expr, found)  # a branch or loop iteration the call may mistake
@@ -139,6 +145,14 @@ def apply_call(
                 summation.check_summed_input(session, ctx, verdict, call, x_expr, name, src_used, dst, reduction,
                                              where or call)
     return verdict
+
+
+def _replacing(violations: tuple[Violation, ...], call: str, written: str | None) -> tuple[Violation, ...]:
+    """``violations`` with each fix that replaces ``call`` naming it as the source writes it, ``written``."""
+    if written is None:
+        return violations
+    return tuple(replace(v, fixes=tuple(replace(f, replaces=written) if f.replaces == call else f for f in v.fixes))
+                 for v in violations)
 
 
 def unknown_on(ctx: FunctionContext | MethodContext, x_type: Type, axis: str | tuple[str, ...] | None) -> Verdict:
@@ -170,7 +184,7 @@ def check_assert_type(session: Session, ctx: FunctionContext) -> Verdict:
     verdict = _typed_result(ctx, declared, None)
     value = Encoder.read(x_type)
     if isinstance(value, SpmdType):
-        verdict.report(check_fits(value, declared), ctx.context, "assert_type", value=spell(x_expr))
+        verdict.report(check_fits(value, declared), ctx.context, "assert_type", value=source(x_expr))
     return verdict
 
 

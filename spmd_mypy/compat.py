@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from mypy import subtypes
@@ -76,6 +78,7 @@ __all__ = [
     "analyzed_module",
     "bind_method",
     "buffers_written_in_place",
+    "check_with_types",
     "checked_file",
     "declared_return_type",
     "expression_type",
@@ -95,6 +98,8 @@ __all__ = [
     "returned_values",
     "simplified_union",
     "size_one_spans",
+    "statements_in",
+    "subexpressions",
     "with_side_channel",
     "without_autograd_spans",
 ]
@@ -202,7 +207,7 @@ def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
     with it, and the methods of custom ``torch.autograd.Function`` classes.  Empty if the tree
     cannot be walked."""
     spans: list[tuple[int, int]] = []
-    for node in _statements(tree):
+    for node in statements_in(tree):
         if isinstance(node, WithStmt) and any(_is_no_grad(expr) for expr in node.expr):
             spans.append((node.body.line, node.body.end_line or node.body.line))
         elif isinstance(node, Decorator) and any(_is_no_grad(expr) for expr in node.decorators):
@@ -254,7 +259,7 @@ def name_assignments(tree: MypyFile) -> dict[str, list[Assignment]]:
 def _function_bodies(tree: MypyFile) -> Iterator[tuple[int, int, list[Statement]]]:
     """The module's top level and every function body, with the lines each spans."""
     yield 0, 1 << 30, tree.defs
-    for node in _statements(tree):
+    for node in statements_in(tree):
         if isinstance(node, FuncDef):
             yield node.line, node.end_line or node.line, node.body.body
 
@@ -296,15 +301,61 @@ def returned_values(tree: MypyFile) -> set[Expression]:
     reports nothing (``infer_context_dependent``); a hook that knows the
     expression is returned can still check it then.
     """
-    return {node.expr for node in _statements(tree) if isinstance(node, ReturnStmt) and node.expr is not None}
+    return {node.expr for node in statements_in(tree) if isinstance(node, ReturnStmt) and node.expr is not None}
 
 
-def _statements(tree: MypyFile) -> Iterator[Node]:
-    pending: list[Node] = list(tree.defs)
+def statements_in(node: Node) -> Iterator[Node]:
+    """Every statement in ``node`` (a module or a function), nested ones included, in no particular order."""
+    pending: list[Node] = list(node.defs) if isinstance(node, MypyFile) else list(_nested_statements(node))
     while pending:
         node = pending.pop()
         yield node
         pending.extend(_nested_statements(node))
+
+
+def subexpressions(node: Node) -> list[Expression]:
+    """Every expression in ``node`` (a function: its body, nested functions included)."""
+    from mypy.server.subexpr import get_subexpressions
+
+    return get_subexpressions(node)
+
+
+@dataclass
+class TypedRun:
+    """What one mypy run found: its output lines and exit status, the trees of the files it was given and the
+    type of every expression in them."""
+
+    output: list[str]
+    status: int
+    trees: dict[str, MypyFile]
+    types: dict[Expression, Type]
+
+
+def check_with_types(args: list[str]) -> TypedRun:
+    """Run mypy on ``args`` as ``mypy.api.run`` would, keeping the checked trees and their expression types.
+
+    The files given are always checked again (they are passed as source text,
+    which mypy does not look up in its cache): mypy keeps expression types only
+    for the modules it checks.  Everything they import comes from the cache as
+    usual.  Trees are by file path.
+    """
+    from mypy import build
+    from mypy.errors import CompileError
+    from mypy.main import process_options
+    from mypy.modulefinder import BuildSource
+
+    sources, options = process_options(args)
+    options.export_types = True
+    options.preserve_asts = True
+    sources = [BuildSource(s.path, s.module, Path(s.path).read_text(encoding="utf-8") if s.path else s.text,
+                           s.base_dir) for s in sources]
+    try:
+        result = build.build(sources, options)
+    except CompileError as error:
+        return TypedRun(list(error.messages), 2, {}, {})
+    trees = {s.path: result.files[s.module] for s in sources if s.path and s.module in result.files}
+    failed = any(": error: " in line for line in result.errors)
+    return TypedRun(result.errors, 1 if failed else 0, trees, result.types)
 
 
 def _is_no_grad(expr: Expression) -> bool:

@@ -25,6 +25,7 @@ result unknown and reports nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from mypy.nodes import (
     CallExpr,
@@ -44,6 +45,7 @@ from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import NONE, PLACEMENT_CLASSES
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.source import source
 from spmd_mypy.verdict import Producer, Verdict
 from spmd_types.typesystem import (
     AxisType,
@@ -95,8 +97,9 @@ def check_from_local_call(session: Session, ctx: MethodContext) -> Verdict:
     have = Encoder.read(tensor[1])
     if isinstance(have, SpmdType) and not isinstance(grads, _Unreadable):
         call = f"DTensor.from_local({{x}}, {_spell_mesh(mesh[0])}, {_spell(placements)}, grad_placements="
-        violations = check_from_local(have, layout, grads, lambda new: call + _spell(new) + ")")
-        name = spell(tensor[0])
+        found = check_from_local(have, layout, grads, lambda new: call + _spell(new) + ")")
+        violations = _replacing("from_local", found)
+        name = source(tensor[0])
         verdict.report(violations, ctx.context, "DTensor.from_local", (name,), name)
     return verdict
 
@@ -128,10 +131,11 @@ def check_to_local(session: Session, ctx: MethodContext) -> Verdict:
         return f"{{x}}.to_local(grad_placements={_spell(new)})"
 
     result, violations = to_local_type(layout, grads, respell)
-    receiver = spell(callee.expr)
+    violations = _replacing("to_local", violations)
+    receiver = source(callee.expr)
 
     def retarget(violation: Violation, want: AxisType | None) -> Violation:
-        return retarget_to_local(violation, layout, grads, want, respell)
+        return _replacing("to_local", (retarget_to_local(violation, layout, grads, want, respell),))[0]
 
     verdict = Verdict(result=result, fit=True, producer=Producer(receiver, retarget))
     verdict.report(violations, ctx.context, "to_local", (receiver,), receiver)
@@ -181,6 +185,11 @@ def _placement(expr: Expression) -> Placement | None:
 
 def _is_none(expr: Expression) -> bool:
     return isinstance(expr, RefExpr) and expr.fullname == NONE
+
+
+def _replacing(method: str, violations: Sequence[Violation]) -> tuple[Violation, ...]:
+    """``violations`` whose fixes are the call of ``method`` written anew: each replaces that call."""
+    return tuple(replace(v, fixes=tuple(replace(f, replaces=method) for f in v.fixes)) for v in violations)
 
 
 def _spell(placements: Sequence[Placement]) -> str:

@@ -34,6 +34,7 @@ from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import CONSTANTS, NONE, REDUCE_OP, SEQUENCES, TENSOR, WORLD_GROUP_OWNERS
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.source import source
 from spmd_mypy.values import literal_value
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
@@ -51,11 +52,12 @@ __all__ = ["check_in_place_call", "check_library_call", "group_of_role"]
 def check_library_call(session: Session, ctx: FunctionContext | MethodContext, equivalent: Equivalent) -> Verdict:
     """A call of the library function ``equivalent``, checked as the call it is equivalent to."""
     args = by_name(ctx)
-    tensor = args.get(equivalent.tensor)
-    if tensor is None:
+    given = args.get(equivalent.tensor)
+    if given is None:
         return Verdict()  # mypy reports the missing argument
-    if equivalent.tensor_list:
-        tensor = (tensor[0], _element_type(tensor[1]))
+    tensor: tuple[Expression | None, Type] = given
+    if equivalent.tensor_list:  # typed by its elements; a fix cannot wrap the list in one call
+        tensor = (None, _element_type(given[1]))
     axis = _group_axis(session, args.get(equivalent.group), equivalent)
     op = _reduction(args.get(equivalent.reduction)) if equivalent.reduction is not None else "sum"
     if axis is None or op is None:  # not known which group, or which reduction: not known what it computes
@@ -67,9 +69,10 @@ def check_library_call(session: Session, ctx: FunctionContext | MethodContext, e
         if value is None:  # a flag computed at run time: the result could be either type
             return unknown_on(ctx, tensor[1], axis)
         dst = dst if value else equivalent.variant.dst_if_false
-    where = f"{_callee(ctx, equivalent)} (that is, {equivalent.spelled(dst, src, op)})"
+    callee = _callee(ctx, equivalent)
+    where = f"{callee} (that is, {equivalent.spelled(dst, src, op)})"
     return apply_call(session, ctx, equivalent.call, tensor, axis, src, dst, op, where,
-                      _untyped_result(session, ctx, equivalent))
+                      _untyped_result(session, ctx, equivalent), written=callee)
 
 
 def check_in_place_call(session: Session, ctx: FunctionContext, entry: InPlace) -> Verdict:
@@ -81,7 +84,7 @@ def check_in_place_call(session: Session, ctx: FunctionContext, entry: InPlace) 
     found = Encoder.read(tensor[1]) if tensor is not None else None
     have = found.get(axis) if isinstance(found, SpmdType) and axis is not None else None
     if tensor is not None and axis is not None and have is not None:
-        name = spell(tensor[0])
+        name = source(tensor[0])
         verdict.report([check_in_place(entry, axis, have)], ctx.context, entry.name, (name,), name)
     return verdict
 

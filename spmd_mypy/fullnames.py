@@ -30,6 +30,7 @@ __all__ = [
     "GROUP_RECEIVERS",
     "INIT_DEVICE_MESH",
     "LIST",
+    "LITERAL",
     "LOCAL_MAP",
     "LOCAL_TYPE_MARKERS",
     "MESH_RECEIVERS",
@@ -107,8 +108,14 @@ LOCAL_TYPE_MARKERS: Final[dict[str, str]] = {
 SHARD_MARKERS: Final = frozenset(f"{module}.{name}" for module in _MARKER_MODULES for name in ("S", "Shard"))
 AXIS_MARKERS: Final = frozenset({"spmd_types.Axis", "spmd_types.typesystem.Axis",
                                  "spmd_types.typesystem.annotations.Axis"})
-SPMD_ALIAS: Final = "spmd_types.typesystem.annotations.Spmd"
-"""``Spmd[Tensor, "dp:R"]``, the spelling of an annotation that survives type aliases."""
+SPMD_ALIAS: Final = frozenset({"spmd_types.Spmd", "spmd_types.typesystem.Spmd",
+                               "spmd_types.typesystem.annotations.Spmd"})
+"""``Spmd[Tensor, Literal["dp:R"]]``, the spelling of an annotation that survives type aliases.
+
+The stubs make ``spmd_types.Spmd`` a generic alias of its first argument, so that
+checkers without the plugin accept it; the other two names are the runtime class."""
+
+LITERAL: Final = frozenset({"typing.Literal", "typing_extensions.Literal"})
 
 ANNOTATED: Final = ("typing.Annotated", "typing_extensions.Annotated")
 

@@ -18,6 +18,7 @@ from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.source import source
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import AUTOGRAD_FUNCTIONS, SpmdType, check_backward
 
@@ -31,9 +32,9 @@ def check_backward_method(session: Session, ctx: MethodContext) -> Verdict:
     if isinstance(loss, SpmdType):
         receiver = ctx.context.callee.expr if isinstance(ctx.context, CallExpr) and isinstance(
             ctx.context.callee, MemberExpr) else None
-        value = spell(receiver) if receiver is not None else "loss"
         seed, _ = by_name(ctx).get("gradient", (None, None))
-        _check(ctx, verdict, loss, seed, f"{value}.backward()", value)
+        where = f"{spell(receiver) if receiver is not None else 'loss'}.backward()"
+        _check(ctx, verdict, loss, seed, where, source(receiver) if receiver is not None else None)
     return verdict
 
 
@@ -55,12 +56,12 @@ def check_autograd_call(session: Session, ctx: FunctionContext, name: str) -> Ve
         typ = expression_type(ctx.api, output)
         loss = Encoder.read(typ) if typ is not None else None
         if isinstance(loss, SpmdType):
-            _check(ctx, verdict, loss, seed, where, spell(output))
+            _check(ctx, verdict, loss, seed, where, source(output))
     return verdict
 
 
 def _check(ctx: FunctionContext | MethodContext, verdict: Verdict, loss: SpmdType, seed: Expression | None,
-           where: str, value: str) -> None:
+           where: str, value: str | None) -> None:
     if seed is None:
         violations = check_backward(loss)
     else:

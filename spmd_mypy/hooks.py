@@ -99,9 +99,9 @@ class Router:
     # -- annotations -----------------------------------------------------------------
 
     def type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
-        if fullname not in ANNOTATED and fullname != SPMD_ALIAS:
+        if fullname not in ANNOTATED and fullname not in SPMD_ALIAS:
             return None
-        alias_form = fullname == SPMD_ALIAS
+        alias_form = fullname in SPMD_ALIAS
         session = self._session
 
         def annotation(ctx: AnalyzeTypeContext) -> Type:

@@ -41,6 +41,7 @@ from spmd_mypy.fullnames import LIST, TYPING_SEQUENCE, public_module_name, spmd_
 from spmd_mypy.numbers import NumberReader
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.source import source
 from spmd_mypy.values import Arguments, contains_tensor, read_arguments
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
@@ -148,15 +149,19 @@ def check_builtin_sum(session: Session, ctx: FunctionContext) -> Verdict:
         return Verdict()
     names = ("iterable", "start")[: len(ctx.arg_types)]
     args = [list(exprs) for exprs in ctx.args]
-    if args and args[0]:
-        args[0][0] = _container_summed(session, ctx, args[0][0])
+    literal = _container_summed(session, ctx, args[0][0]) if args and args[0] else None
+    if literal is not None:
+        args[0][0] = literal
     arguments = read_arguments(ctx.api, BUILTIN_SUM, names, ctx.arg_types, args)
+    if literal is not None:  # the elements are written on another line: no fix here can name them
+        arguments.spelled = [None if operand.param == "iterable" else spelled
+                             for operand, spelled in zip(arguments.operands, arguments.spelled)]
     # mypy tries sum's overloads under an error filter: an SPMD error must not reject one.
     return _apply(session, ctx, ctx.default_return_type, "sum", BUILTIN_SUM, arguments, speculative=True)
 
 
-def _container_summed(session: Session, ctx: FunctionContext, iterable: Expression) -> Expression:
-    """The list, tuple or dict literal whose elements ``sum`` adds, where ``iterable`` names one; else ``iterable``.
+def _container_summed(session: Session, ctx: FunctionContext, iterable: Expression) -> Expression | None:
+    """The list, tuple or dict literal whose elements ``sum`` adds, where ``iterable`` names one; else ``None``.
 
     mypy types a container of tensors of different SPMD types by their join,
     which has none (``losses = {"ce": partial, "aux": replicated}``); the
@@ -169,10 +174,9 @@ def _container_summed(session: Session, ctx: FunctionContext, iterable: Expressi
             and not iterable.args):
         named, dict_values = iterable.callee.expr, True
     if not isinstance(named, NameExpr):
-        return iterable
+        return None
     value = files.value_of(session, ctx.api, named.name, ctx.context)
-    elements = container_elements(value, dict_values) if value is not None else None
-    return elements if elements is not None else iterable
+    return container_elements(value, dict_values) if value is not None else None
 
 
 def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
@@ -186,9 +190,13 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
     # mypy checks a method or operator on a union (a variable typed differently by
     # branch) one member at a time, on either side of an operator; the union itself
     # is on the operand's expression.
+    args = ctx.args
+    if operator and isinstance(ctx.context, OpExpr) and args and len(args[0]) == 1:
+        # The other side as written: mypy hands a reflected operator (__rmatmul__) a stand-in expression.
+        args = [[ctx.context.left if method.startswith("__r") else ctx.context.right], *args[1:]]
     operands = [receiver] if receiver is not None else []
-    if operator and ctx.args and ctx.args[0]:
-        operands.append(ctx.args[0][0])
+    if operator and args and args[0]:
+        operands.append(args[0][0])
     for operand in operands:
         whole = expression_type(ctx.api, operand)
         divergent = Encoder.read(whole) if whole is not None else None
@@ -201,7 +209,7 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
         # mypy passes no parameter names for operators; torch's signatures name them so.
         names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
     numbers = NumberReader(session, ctx.api, ctx.context)
-    arguments = read_arguments(ctx.api, rule, names, ctx.arg_types, ctx.args, (ctx.type, receiver), numbers)
+    arguments = read_arguments(ctx.api, rule, names, ctx.arg_types, args, (ctx.type, receiver), numbers)
     default = _untyped_returns_tensor(ctx.default_return_type, name, rule, ctx.type)
     return _apply(session, ctx, default, name, rule, arguments, speculative=operator, numbers=numbers)
 
@@ -377,7 +385,7 @@ def _apply(
     target = Encoder.read(out_type) if out_type is not None else None
     if out is not None and isinstance(target, SpmdType):
         writes = check_fits(result, target, code=Code.INPLACE)
-        verdict.report(writes, out, f"{display_name(name)}(out=...)", value=spell(out))
+        verdict.report(writes, out, f"{display_name(name)}(out=...)", value=source(out))
     verdict.result, verdict.fit = result, True
     return verdict
 

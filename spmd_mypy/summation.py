@@ -25,6 +25,7 @@ from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import public_function_name
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.source import source
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
     BIASED_PRODUCTS,
@@ -68,7 +69,7 @@ def check_summed_input(
         return
     violation = summed_replicated_term(call, axis, summands)
     if violation is not None:
-        verdict.report([violation], ctx.context, where, tuple(n for n, _ in summands), spell(x))
+        verdict.report([violation], ctx.context, where, tuple(n for n, _ in summands), source(x))
 
 
 def _summands(ctx: FunctionContext | MethodContext, expr: Expression, axis: str) -> Iterator[Summand]:

@@ -48,7 +48,7 @@ from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import CONSTANTS, NUMBERS, SEQUENCES
 from spmd_mypy.numbers import NumberReader
-from spmd_mypy.report import spell
+from spmd_mypy.source import source
 from spmd_types.typesystem import NOT_KNOWN, UNKNOWN, WEAK, ZERO, Operand, OpRule, Shard, SpmdType, canonical_param
 
 __all__ = ["POSITIONS", "Arguments", "contains_tensor", "literal_value", "read_arguments", "with_result"]
@@ -64,14 +64,14 @@ class Arguments:
     """The operands of one call, parallel to how to spell each in a message."""
 
     operands: list[Operand] = field(default_factory=list)
-    spelled: list[str] = field(default_factory=list)
+    spelled: list[str | None] = field(default_factory=list)  # None: no spelling that a fix could use
     passed: set[str] = field(default_factory=set)
     divergent: list[tuple[Expression, Divergent]] = field(default_factory=list)
     expressions: dict[str, Expression] = field(default_factory=dict)
     literals: dict[str, object] = field(default_factory=dict)
     typed: bool = False  # whether some operand has an SPMD type
 
-    def add(self, param: str, spmd: SpmdType, spelled: str, ndim: int | None = None) -> None:
+    def add(self, param: str, spmd: SpmdType, spelled: str | None, ndim: int | None = None) -> None:
         self.operands.append(Operand(param, spmd, ndim))
         self.spelled.append(spelled)
 
@@ -121,7 +121,7 @@ def _read_value(
     numbers: NumberReader | None,
 ) -> None:
     proper = get_proper_type(typ)
-    spelled = spell(expr) if expr is not None else "x"
+    spelled = source(expr) if expr is not None else None
     if isinstance(proper, NoneType):
         return
     if _is_tensor_like(proper):
@@ -148,7 +148,7 @@ def _read_value(
     for value, spmd in dependent:  # a number that depends on the rank: an operand, also as a position
         if param in mentioned or param in POSITIONS:
             out.typed = True
-            out.add(param, spmd, spell(value), ndim=0)
+            out.add(param, spmd, source(value), ndim=0)
     if param in mentioned and number:
         if not dependent:
             # Any may be a tensor of any type: what it makes is unknown, never a known type.

@@ -29,7 +29,8 @@ class Report:
 
     ``where`` names the op or boundary (``+``, ``argument "x" of "f"``);
     ``operands`` spell the operands, for fixes that apply to one of them;
-    ``value`` spells the value a fix applies to otherwise.  ``speculative``
+    ``value`` spells the value a fix applies to otherwise (``None``: it has no
+    spelling, and a fix that needs one is not printed).  ``speculative``
     marks an expression that mypy only tries (an operator's dunder and its
     reflection, the overloads of a function): see
     :func:`spmd_mypy.compat.past_speculation`.
@@ -38,8 +39,8 @@ class Report:
     violations: tuple[Violation, ...]
     at: Context
     where: str
-    operands: tuple[str, ...] = ()
-    value: str = "x"
+    operands: tuple[str | None, ...] = ()
+    value: str | None = None
     speculative: bool = False
 
 
@@ -47,12 +48,13 @@ class Report:
 class Producer:
     """The call whose result is being fitted, and how a mismatch is fixed at that call instead of after it.
 
-    ``x`` spells the call's input (a fix of operand 0 applies to it);
+    ``x`` spells the call's input (a fix of operand 0 applies to it; ``None``: it
+    cannot be written back);
     ``retarget`` rewrites a violation on one axis given the declared type
     there (a collective: the same call with that ``dst``).
     """
 
-    x: str
+    x: str | None  # None: it cannot be written back
     retarget: Callable[[Violation, AxisType | None], Violation]
 
 
@@ -80,8 +82,8 @@ class Verdict:
         violations: Sequence[Violation],
         at: Context,
         where: str,
-        operands: Sequence[str] = (),
-        value: str = "x",
+        operands: Sequence[str | None] = (),
+        value: str | None = None,
         *,
         speculative: bool = False,
     ) -> None:

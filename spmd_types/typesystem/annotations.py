@@ -8,10 +8,13 @@ plain metadata for ``typing.Annotated``::
     x: Annotated[Tensor, R["dp"], V["tp"]]
     group: Annotated[ProcessGroup, Axis["tp"]]
 
-``Spmd[Tensor, "dp:R, tp:V"]`` (or ``Spmd[Tensor, R["dp"], V["tp"]]``) builds the
-same ``Annotated`` type.  In type aliases mypy drops the metadata of
-``Annotated`` (python/mypy#17514) and reads ``"dp"`` in ``R["dp"]`` as a name;
-the string form is the one that survives there.
+``Spmd[Tensor, Literal["dp:R, tp:V"]]`` builds the same ``Annotated`` type.
+In type aliases mypy drops the metadata of ``Annotated`` (python/mypy#17514)
+and reads ``"dp"`` in ``R["dp"]`` as a name; this form survives there, and
+checkers without the plugin (plain mypy, pyright) read it as its first
+argument, because the stubs declare ``Spmd`` a generic alias of it.  A bare
+string or markers in place of the ``Literal`` are understood here too, but
+other checkers reject them (the plugin says so).
 
 :func:`spmd_type_of_hint` reads the SPMD type back from such a hint (for
 example from ``typing.get_type_hints(f, include_extras=True)``); metadata of
@@ -108,22 +111,31 @@ def axis_of_hint(hint: object) -> str | None:
 class _SpmdMeta(type):
     def __getitem__(cls, item: tuple[object, ...]) -> object:
         if not isinstance(item, tuple) or len(item) < 2:
-            raise AnnotationError('Spmd[...] takes a tensor type and SPMD markers or a string: Spmd[Tensor, "dp:R"]')
+            raise AnnotationError(
+                'Spmd[...] takes a tensor type and the SPMD type as a Literal string: Spmd[Tensor, Literal["dp:R"]]'
+            )
         base, *rest = item
         metadata: list[object] = []
         for entry in rest:
-            if isinstance(entry, str):
-                metadata.extend(markers_from_text(entry))
-            elif isinstance(entry, AxisTypes):
-                metadata.append(entry)
+            if typing.get_origin(entry) is typing.Literal:
+                texts = typing.get_args(entry)
+            elif isinstance(entry, (str, AxisTypes)):
+                texts = (entry,)
             else:
-                raise AnnotationError(f"Spmd[...] takes SPMD markers or a string such as \"dp:R, tp:V\", got {entry!r}")
+                texts = ()
+            if not texts or not all(isinstance(text, (str, AxisTypes)) for text in texts):
+                raise AnnotationError(
+                    f'Spmd[...] takes the SPMD type as a Literal string such as Literal["dp:R, tp:V"], got {entry!r}'
+                )
+            for text in texts:
+                metadata.extend(markers_from_text(text) if isinstance(text, str) else [text])
         spmd_type_from_metadata(metadata)  # report conflicting axes now, not at the first get_type_hints
         return typing.Annotated[(base, *metadata)]
 
 
 class Spmd(metaclass=_SpmdMeta):
-    """``Spmd[Tensor, "dp:R, tp:V"]``: ``Annotated[Tensor, R["dp"], V["tp"]]``, spelled to survive type aliases."""
+    """``Spmd[Tensor, Literal["dp:R, tp:V"]]``: ``Annotated[Tensor, R["dp"], V["tp"]]``, spelled to survive type
+    aliases and to read as ``Tensor`` to checkers without the plugin."""
 
 
 def markers_from_text(text: str) -> list[AxisTypes]:

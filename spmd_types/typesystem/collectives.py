@@ -365,7 +365,7 @@ def retargeted(violation: Violation, call: str, axis: str, src: Endpoint, want: 
     better = fix(call, src, want, axis, operands=(0,))
     if better is None:
         return violation
-    return replace(violation, fixes=(better,))
+    return replace(violation, fixes=(replace(better, replaces=call),))
 
 
 # -- checking one call ------------------------------------------------------------
@@ -494,11 +494,12 @@ def _rejected_fixes(call: str, src: Endpoint, dst: Endpoint, axis: str) -> tuple
     to ``V`` by ``all_to_all``).
     """
     kind = _KINDS.get(call)
-    others = tuple(f for f in fixes_between(src, dst, axis)
+    others = tuple(replace(f, replaces=call) for f in fixes_between(src, dst, axis)
                    if src != dst or _KINDS.get(f.call.partition("(")[0]) == kind)
     if others:
         return others
-    return tuple(f for f in (fix(call, src, want, axis) for want in (R, I, V, P)) if f is not None)
+    found = (fix(call, src, want, axis) for want in (R, I, V, P))
+    return tuple(replace(f, replaces=call) for f in found if f is not None)
 
 
 def _src_accepts(src: Endpoint, have: AxisType) -> bool:
@@ -537,9 +538,18 @@ def _src_mismatch(call: str, axis: str, have: AxisType, src: Endpoint, dst: Endp
     if have == dst and call not in ("all_to_all", "ppermute"):
         reason += f"; the input is already {have.code}, so the call is not needed"
     fixes: tuple[Fix, ...] = ()
-    if isinstance(have, (LocalType, Shard)):
-        # Offer ways to reach the type the call produces from the type the input has.
-        target = src if call in ("all_to_all", "ppermute") else dst
+    moves = call in ("all_to_all", "ppermute")
+    if moves and have in (R, I):
+        # Cutting the replicated input just before the exchange rarely gives each rank its share: the share is
+        # chosen where the data is still whole (the tokens a rank routes), so that is where a convert belongs.
+        reason += (f"; give each rank its own share of the data earlier, where it is still whole "
+                   f"(convert from {have.code})")
+    elif isinstance(have, (LocalType, Shard)):
+        # A data movement is kept and its input made to fit; any other call is replaced by the calls that
+        # reach the type it produces from the type the input has.
+        target = src if moves else dst
         if have != target:
             fixes = fixes_between(have, target, axis)
+            if not moves:
+                fixes = tuple(replace(f, replaces=call) for f in fixes)
     return Violation(Code.COLLECTIVE, axis, reason, (have.code, type_arg(src)), (0,), fixes)

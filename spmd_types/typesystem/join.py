@@ -394,6 +394,10 @@ def _with_fixes(
                 fixes.extend(fixes_between(have, want, axis, operands=group)[:1])
     if not fixes:
         return violation
+    # Making a non-partial term partial (mask it to one rank) comes first: it is right wherever the sum is
+    # reduced, later or never.  Reducing the P operand here is right only where nothing reduces the sum later
+    # (a bias added before the row-parallel all-reduce needs the bias moved after it, not a second reduction).
+    fixes.sort(key=lambda f: not f.call.endswith("dst=P)"))
     return replace(violation, fixes=tuple(fixes))
 
 
@@ -440,7 +444,10 @@ def check_fits(value: SpmdType, declared: SpmdType, code: Code = Code.BOUNDARY) 
     """One violation per axis on which ``value`` does not fit ``declared``.
 
     Each carries the casts or collectives that would turn the value's type
-    into the declared one.
+    into the declared one, except ``V`` where ``R`` or ``I`` is declared: the
+    ranks' data may be summands (a dropped reduction) or pieces (a dropped
+    gather), and a fix for the wrong reading type-checks and computes the
+    wrong value, so the message names both and offers none.
     """
     violations = []
     for axis in sorted(set(value.axes) | set(declared.axes)):
@@ -451,6 +458,10 @@ def check_fits(value: SpmdType, declared: SpmdType, code: Code = Code.BOUNDARY) 
         if code is Code.INPLACE:
             # The fix is to compute out of place; a cast of the target would not help.
             reason = f"writes a value of type {have.code} into a tensor of type {want.code}; compute it out of place"
+        elif have is V and want in (R, I):
+            # Two readings, two different fixes: which one is right, only the code's author knows.
+            reason = (f"expected {want.code}, got V (per-rank data): all_reduce it if the ranks hold summands of the "
+                      f"value, all_gather it if they hold pieces of it")
         else:
             reason = f"expected {want.code}, got {have.code}"
             if isinstance(have, (LocalType, Shard)) and isinstance(want, (LocalType, Shard)):

@@ -38,7 +38,7 @@ belongs after the reduction, or converted to ``P`` and added to the result.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from spmd_types.typesystem.collectives import check_call, flattened_axes
@@ -136,7 +136,11 @@ def check_partial_output(
     if not axes:
         return outcome
     result = outcome.result
-    violations = list(outcome.violations)
+    # A cast of an operand that fixes the op on a listed axis leaves its result no longer V there, which
+    # out_partial_axes would then reject: no single fix is right, so none is offered.
+    violations = [replace(v, reason=f"{v.reason}; out_partial_axes lists {v.axis!r} too, so the operands and the "
+                                    "axes must change together", fixes=())
+                  if v.axis in axes else v for v in outcome.violations]
     bias = BIASED_PRODUCTS.get(function.op)
     if bias is not None and any(operand.param == bias for operand in operands):
         violations.append(partial_output_bias(function, axes))

@@ -41,17 +41,22 @@ class Fix:
     ``no-op forward, all-reduce in backward``.  ``operands`` names the operands
     the fix applies to (their positions among the op's operands; the call is
     made on each of them), or is empty when the fix applies to the value the
-    message is about.
+    message is about.  ``replaces`` names the collective or cast call that the
+    fix is written instead of (its input is the operand): the flagged call
+    itself, or the call that computed the value; ``None`` when the fix is a
+    call around the operand, added where the operand is used.
     """
 
     call: str
     cost: str
     operands: tuple[int, ...] = ()
+    replaces: str | None = None
 
     def render(self, *names: str) -> str:
-        """The call on each of ``names``, followed by its cost in parentheses (which holds no others)."""
+        """The call on each of ``names``, what it replaces, then its cost in parentheses (which holds no others)."""
         calls = " and ".join(self.call.format(x=name) for name in names)
-        return f"{calls} ({self.cost}{' each' if len(names) > 1 else ''})"
+        instead = f" replacing the {self.replaces} call" if self.replaces else ""
+        return f"{calls}{instead} ({self.cost}{' each' if len(names) > 1 else ''})"
 
 
 _FIXES: Final = "; fix: "
@@ -110,20 +115,23 @@ class Violation:
     operands: tuple[int, ...] = ()
     fixes: tuple[Fix, ...] = field(default=())
 
-    def render(self, where: str, operand_names: tuple[str, ...] = (), value: str = "x") -> str:
+    def render(self, where: str, operand_names: tuple[str | None, ...] = (), value: str | None = "x") -> str:
         """A one-line message: ``where``, the axis, the reason, the fixes (``str`` of :meth:`message`)."""
         return str(self.message(where, operand_names, value))
 
-    def message(self, where: str, operand_names: tuple[str, ...] = (), value: str = "x") -> Message:
+    def message(self, where: str, operand_names: tuple[str | None, ...] = (), value: str | None = "x") -> Message:
         """The violation in words, as it occurs at ``where``.
 
         ``where`` names the op or boundary (``"+"``, ``argument "x" of "f"``);
         ``operand_names`` are how to spell the operands in fixes; ``value`` is
-        the spelling for fixes that apply to the value itself.
+        the spelling for fixes that apply to the value itself.  A spelling of
+        ``None`` means the source cannot be written back: a fix that would
+        need it is left out rather than printed with a placeholder.
         """
         head = f"{where} on axis {self.axis!r}: " if self.axis is not None else f"{where}: "
         fixes = []
         for fix in self.fixes:
-            names = [operand_names[k] if k < len(operand_names) else value for k in fix.operands]
-            fixes.append(fix.render(*(names or [value])))
+            names = [operand_names[k] if k < len(operand_names) else value for k in fix.operands] or [value]
+            if all(name is not None for name in names):
+                fixes.append(fix.render(*(name for name in names if name is not None)))
         return Message(head + self.reason, tuple(fixes))

@@ -7,10 +7,10 @@ from typing import Any, Final, Literal, TypeAlias, TypeVar
 import torch
 from torch.distributed import ProcessGroup
 from torch.distributed.device_mesh import DeviceMesh
+from typing_extensions import TypeAliasType, TypeVarTuple
 
 from spmd_types import _typed as _typed
 from spmd_types.typesystem.annotations import Axis as Axis
-from spmd_types.typesystem.annotations import Spmd as Spmd
 from spmd_types.typesystem.local_types import AnnotationError as AnnotationError
 from spmd_types.typesystem.local_types import AxisTypes as AxisTypes
 from spmd_types.typesystem.local_types import LocalType as LocalType
@@ -21,6 +21,14 @@ from spmd_types.typesystem.violations import Violation as _Violation
 
 _T = TypeVar("_T")
 _F = TypeVar("_F", bound=Callable[..., Any])
+_TensorT = TypeVar("_TensorT", bound=torch.Tensor)
+_SpmdText = TypeVarTuple("_SpmdText")
+
+# `Spmd[Tensor, Literal["dp:R, tp:V"]]`. To a checker without the plugin (plain mypy, pyright) this
+# generic alias is its first argument, and a Literal string is a valid argument: the form is clean
+# there. The plugin hooks this name (its own full name, unlike `Annotated`, which mypy strips from
+# type aliases) and reads the SPMD type from the Literal. At run time it builds the `Annotated` type.
+Spmd = TypeAliasType("Spmd", _TensorT, type_params=(_TensorT, _SpmdText))
 
 class _ShardMarker:
     # `S` is the class Shard at run time. Typed as an instance here so that mypy reads

@@ -3,7 +3,7 @@
 The round-trip tests strip an example, re-infer its annotations and compare.
 ``forward``'s annotations lose their SPMD part (``Annotated[Tensor, I["tp"]]``
 becomes ``Tensor``; a module-level alias such as ``Batch = Spmd[Tensor,
-"dp:S(0)"]`` becomes its base); declarations of tensors in a class body
+Literal["dp:S(0)"]]`` becomes its base); declarations of tensors in a class body
 (``weight: Annotated[nn.Parameter, S["tp", 0]]``) are removed.  Everything
 else, helper functions and their annotations included, is left as it is.
 """

@@ -15,6 +15,14 @@ code that mypy type-checks, not in the body of a function without annotations
 (which mypy skips: none of the configurations sets ``check_untyped_defs``).
 Every error must be expected: an unexpected error anywhere fails the case.
 
+The same files can be checked under several configurations (see
+``test_cases.py``).  A marker written ``E@name``, ``N@name`` or ``OK@name``
+holds in configuration ``name`` only, for the few verdicts that depend on
+mypy's options (the plugin says which, once per run).  Without
+``allow_redefinition`` the plugin writes the types it computes
+``SpmdTensor[Any]`` for mypy (:mod:`spmd_mypy.encoding`), so there a revealed
+``SpmdTensor[Literal[...]]`` may also be ``SpmdTensor[Any]``.
+
 All case files of one configuration are checked in a single mypy run, so
 torch is analysed once.  The configuration is the recommended one (what
 ``spmd-check --print-config --skip-torch-internals`` prints) plus the lines a
@@ -39,7 +47,10 @@ from spmd_mypy import recommended
 ROOT = Path(__file__).resolve().parents[2]
 # For mypy started as a subprocess: the plugin and the runtime of this checkout, however it is installed.
 SUBPROCESS_ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-EXPECTATION = re.compile(r"#\s*(E|N):\s*(?:\[([\w-]+)\])?\s*(.*?)\s*(?=#\s*[EN]:|$)")
+EXPECTATION = re.compile(r"#\s*(E|N)(?:@([\w-]+))?:\s*(?:\[([\w-]+)\])?\s*(.*?)\s*(?=#\s*[EN](?:@[\w-]+)?:|$)")
+ACCEPTED = re.compile(r"#\s*OK(?:@([\w-]+))?\b")
+RECOMMENDED = "recommended"
+"""The name of the recommended configuration, the one unscoped markers and the documentation assume."""
 OUTPUT = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
 
 
@@ -48,6 +59,11 @@ class Expected:
     kind: str  # "error" or "note"
     code: str | None
     text: str
+    or_text: str | None = None  # another text that matches too
+
+    def matches(self, reported: Reported) -> bool:
+        return (reported.kind == self.kind and self.code in (None, reported.code)
+                and (self.text in reported.message or (self.or_text is not None and self.or_text in reported.message)))
 
 
 @dataclass(frozen=True)
@@ -65,15 +81,17 @@ class CaseFile:
     unchecked: set[int] = field(default_factory=set)  # the lines mypy does not type-check
 
     @classmethod
-    def read(cls, path: Path) -> CaseFile:
+    def read(cls, path: Path, configuration: str = RECOMMENDED, rebindable: bool = True) -> CaseFile:
+        """The expectations of ``path`` that hold in ``configuration`` (``rebindable``: with ``allow_redefinition``)."""
         source = path.read_text()
         case = cls(path, unchecked=_in_untyped_functions(ast.parse(source)))
         for number, line in enumerate(source.splitlines(), start=1):
             comment = line.partition("#")[2] if "#" in line else ""
-            if re.search(r"#\s*OK\b", line):
+            if any(scope in ("", configuration) for scope in ACCEPTED.findall(line)):
                 case.accepted.add(number)
-            found = [Expected("error" if kind == "E" else "note", code or None, text)
-                     for kind, code, text in EXPECTATION.findall("#" + comment)]
+            found = [Expected("error" if kind == "E" else "note", code or None, text,
+                              None if rebindable or kind == "E" else _as_inferred(text))
+                     for kind, scope, code, text in EXPECTATION.findall("#" + comment) if scope in ("", configuration)]
             if found:
                 case.expected[number] = found
         return case
@@ -82,6 +100,11 @@ class CaseFile:
     def checks(self) -> int:
         """How many accept and reject cases the file states (:func:`mismatches` checks each)."""
         return len(self.accepted) + sum(len(v) for v in self.expected.values())
+
+
+def _as_inferred(text: str) -> str:
+    """A revealed type as mypy shows it without ``allow_redefinition``: ``SpmdTensor[Any]``."""
+    return re.sub(r"(Spmd\w+)\[Literal\[[^\]]*\](?: \| Literal\[[^\]]*\])*\]", r"\1[Any]", text)
 
 
 def _in_untyped_functions(tree: ast.Module) -> set[int]:
@@ -147,8 +170,7 @@ def mismatches(case: CaseFile, reported: dict[int, list[Reported]]) -> list[str]
         wanted = list(case.expected.get(line, []))
         got = [r for r in reported.get(line, []) if r.kind == "error" or any(w.kind == "note" for w in wanted)]
         for expected in wanted:
-            match = next((r for r in got if r.kind == expected.kind and (expected.code in (None, r.code))
-                          and expected.text in r.message), None)
+            match = next((r for r in got if expected.matches(r)), None)
             if match is None:
                 problems.append(f"line {line}: expected {expected.kind} [{expected.code}] {expected.text!r}; "
                                 f"got {[(r.kind, r.code, r.message) for r in reported.get(line, [])]}")

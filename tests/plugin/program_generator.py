@@ -31,7 +31,7 @@ COLLECTIVES: Final = {
 }
 _FUNCTIONS: Final = ("torch.relu({a})", "torch.exp({a})", "{a}.sum(0)", "{a}.transpose(0, 1)", "F.linear({a}, {b})",
                      "{a} * 2.0", "torch.zeros_like({a}) + {a}", "{a}.detach()", "torch.cat([{a}, {b}])")
-_HEADER: Final = ("from __future__ import annotations", "", "from typing import Annotated, Final", "", "import torch",
+_HEADER: Final = ("from __future__ import annotations", "", "from typing import Annotated, Final, Literal", "", "import torch",
                   "import torch.nn.functional as F", "from torch import Tensor, nn")
 _SPMD_IMPORT: Final = ("from spmd_types import I, P, R, S, Spmd, V, all_gather, all_reduce, convert, reduce_scatter, "
                        "reinterpret")
@@ -118,7 +118,7 @@ class Module:
         lines = [*_HEADER, *(() if self.plain else (_SPMD_IMPORT,)), *self.imports, "", 'TP: Final = "tp"']
         for alias, spmd in self.aliases.items():
             text = ", ".join(f"{a}:{k}" for a, k in sorted(spmd.items()))
-            lines.append(f'{alias} = Spmd[Tensor, "{text}"]')
+            lines.append(f'{alias} = Spmd[Tensor, Literal["{text}"]]')
         for name, spmd in self.globals.items():
             lines += [f"{name}: {annotation(spmd)} = torch.zeros(4)", f"H{name[1:]} = {name} * 2.0"]
         for block in self.blocks:

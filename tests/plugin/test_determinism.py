@@ -127,7 +127,8 @@ def test_generated_programs_give_the_same_diagnostics_in_every_mode(tmp_path: Pa
 # without re-parsing its module, and the call in ``c`` must be checked anew.
 ALIAS_CYCLE = {
     "cycle/__init__.py": "",
-    "cycle/a.py": "from torch import Tensor\n"
+    "cycle/a.py": "from typing import Literal\n"
+                  "from torch import Tensor\n"
                   "from spmd_types import Spmd\n"
                   "import cycle.b\n"
                   "Act = {alias}\n\n"
@@ -148,7 +149,7 @@ ALIAS_CYCLE = {
 
 def test_a_callable_that_gains_an_spmd_signature_through_another_module(tmp_path: Path) -> None:
     before = {p: t.replace("{alias}", "Tensor") for p, t in ALIAS_CYCLE.items()}
-    after = {p: t.replace("{alias}", 'Spmd[Tensor, "tp:R"]') for p, t in ALIAS_CYCLE.items()}
+    after = {p: t.replace("{alias}", 'Spmd[Tensor, Literal["tp:R"]]') for p, t in ALIAS_CYCLE.items()}
     _check_modes(tmp_path, after, before, ["cycle"])  # cold "before" must have errors: start annotated
 
 

@@ -80,7 +80,8 @@ def test_the_returned_value_must_fit_the_declared_result() -> None:
         with pytest.raises(spmd.SpmdTypeCheckError) as caught:
             to_replicated(typed(V["tp"]))
     assert caught.value.code == "spmd-boundary"
-    assert str(caught.value).startswith("return value on axis 'tp': expected R, got V; fix: all_gather(x")
+    assert str(caught.value) == ("return value on axis 'tp': expected R, got V (per-rank data): all_reduce it if the "
+                                 "ranks hold summands of the value, all_gather it if they hold pieces of it  [spmd-boundary]")
 
 
 def test_a_collective_that_made_the_result_is_fixed_at_the_call(sim8) -> None:
@@ -89,7 +90,8 @@ def test_a_collective_that_made_the_result_is_fixed_at_the_call(sim8) -> None:
         with pytest.raises(spmd.SpmdTypeCheckError) as caught:
             reduced(p)
     # As the plugin: the better fix is the same all_reduce with the declared dst, not a cast after it.
-    assert 'expected I, got R; fix: all_reduce(x, "tp", src=P, dst=I) (all-reduce forward, no-op in backward)' in str(
+    assert ('expected I, got R; fix: all_reduce(x, "tp", src=P, dst=I) replacing the all_reduce call '
+            '(all-reduce forward, no-op in backward)') in str(
         caught.value)
 
 

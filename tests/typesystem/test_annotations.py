@@ -91,9 +91,15 @@ def test_marker_reprs():
 
 
 def test_spmd_alias_form_builds_annotated():
-    Alias = Spmd[FakeTensor, "dp:R, tp:S(0)"]
+    Alias = Spmd[FakeTensor, typing.Literal["dp:R, tp:S(0)"]]
     assert typing.get_origin(Alias) is typing.Annotated
     assert spmd_type_of_hint(Alias) == parse("dp:R, tp:S(0)")
+    assert spmd_type_of_hint(Spmd[FakeTensor, typing.Literal["dp:R", "tp:V"]]) == parse("dp:R, tp:V")
+
+
+def test_spmd_alias_form_reads_the_spellings_only_the_plugin_accepts():
+    """A bare string and markers build the same type (the plugin reads them too, and says what to write)."""
+    assert spmd_type_of_hint(Spmd[FakeTensor, "dp:R, tp:V"]) == parse("dp:R, tp:V")
     assert spmd_type_of_hint(Spmd[FakeTensor, R["dp"], V["tp"]]) == parse("dp:R, tp:V")
 
 
@@ -103,8 +109,9 @@ def test_spmd_alias_form_builds_annotated():
         (lambda: Spmd[FakeTensor], "takes a tensor type"),
         (lambda: Spmd[FakeTensor, "dp:Q"], "not an SPMD axis type"),
         (lambda: Spmd[FakeTensor, "*:weak"], "one or more"),
-        (lambda: Spmd[FakeTensor, 3], "takes SPMD markers or a string"),
-        (lambda: Spmd[FakeTensor, "dp:R", V["dp"]], "annotated twice"),
+        (lambda: Spmd[FakeTensor, 3], "as a Literal string"),
+        (lambda: Spmd[FakeTensor, typing.Literal[3]], "as a Literal string"),
+        (lambda: Spmd[FakeTensor, typing.Literal["dp:R"], V["dp"]], "annotated twice"),
     ],
 )
 def test_spmd_alias_form_errors(make, message):

@@ -228,8 +228,9 @@ def test_inplace_arithmetic():
     ("op", "operands", "fixes"),
     [
         ("torch.Tensor.__matmul__", ["tp:I", "tp:V"], ['convert(input, "tp", src=I, dst=R)']),
+        # Masking the non-partial term first: right whether or not the sum is reduced later.
         ("torch.Tensor.__add__", ["tp:P", "tp:R"],
-         ['all_reduce(input, "tp", src=P, dst=R)', 'convert(other, "tp", src=R, dst=P)']),
+         ['convert(other, "tp", src=R, dst=P)', 'all_reduce(input, "tp", src=P, dst=R)']),
         ("torch.Tensor.__add__", ["tp:P", "*:weak"], ['all_reduce(input, "tp", src=P, dst=R)']),
         ("torch.exp", ["tp:P"], ['all_reduce(input, "tp", src=P, dst=R)']),
         ("torch.Tensor.__mul__", ["tp:I", "tp:P"],

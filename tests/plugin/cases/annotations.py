@@ -1,5 +1,5 @@
 """Annotation spellings, reveal_type, and malformed annotations."""
-from typing import Annotated, Final, Optional
+from typing import Annotated, Final, Literal, Optional
 
 import torch
 from torch import Tensor, nn
@@ -9,8 +9,8 @@ import spmd_types as spmd
 from spmd_types import I, P, R, S, V, Axis, Spmd
 from spmd_types import R as Replicate
 
-Activation = Spmd[Tensor, "dp:R, tp:V"]
-Weight = Spmd[nn.Parameter, "tp:S(0)"]
+Activation = Spmd[Tensor, Literal["dp:R, tp:V"]]
+Weight = Spmd[nn.Parameter, Literal["tp:S(0)"]]
 
 
 def spellings(
@@ -45,6 +45,18 @@ def spellings(
     reveal_type(n)  # N: torch._tensor.Tensor
 
 
+def spellings_other_checkers_reject(
+    a: Spmd[Tensor, "dp:R, tp:V"],  # E: [spmd-annotation] plain mypy and pyright reject this spelling; write Spmd[Tensor, Literal["dp:R, tp:V"]]
+    b: Spmd[Tensor, R["dp"], V["tp"]],  # E: [spmd-annotation] write Spmd[Tensor, Literal["dp:R, tp:V"]] (or Annotated[Tensor, ...]  # E: [name-defined] "dp"  # E: [name-defined] "tp"
+) -> None:
+    reveal_type(a)  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:V']]
+    reveal_type(b)  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:V']]
+
+
+def literal_of_several(a: Spmd[Tensor, Literal["dp:R", "tp:S(0)"]]) -> None:
+    reveal_type(a)  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:V']]
+
+
 class Block(nn.Module):
     weight: Annotated[nn.Parameter, V["tp"]]
 
@@ -73,8 +85,8 @@ def malformed(
     h: Annotated[Tensor, R],  # E: [spmd-annotation] R needs mesh-axis names
     i: Annotated[Tensor, R["dp", "dp"]],  # E: [spmd-annotation] names an axis twice
     j: Annotated[ProcessGroup, Axis["tp"], R["dp"]],  # E: [spmd-annotation] cannot be combined
-    k: Spmd[Tensor, "dp:Q"],  # E: [spmd-annotation] Spmd[...]: not an SPMD axis type: 'Q'
-    l: Spmd[Tensor, 3],  # E: [spmd-annotation] takes a tensor type and SPMD markers
+    k: Spmd[Tensor, Literal["dp:Q"]],  # E: [spmd-annotation] Spmd[...]: not an SPMD axis type: 'Q'
+    l: Spmd[Tensor, 3],  # E: [spmd-annotation] the SPMD type as a Literal string
 ) -> None:
     reveal_type(a)  # N: torch._tensor.Tensor
 

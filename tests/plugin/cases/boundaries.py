@@ -1,5 +1,5 @@
 """Declarations are where types enter; at a boundary the type must be exactly the declared one, axis by axis."""
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import torch
 import torch.nn.functional as F
@@ -7,7 +7,7 @@ from torch import Tensor, nn
 
 from spmd_types import I, P, R, S, Spmd, V, all_reduce, reinterpret
 
-Rt = Spmd[Tensor, "tp:R"]
+Rt = Spmd[Tensor, Literal["tp:R"]]
 
 
 def consume(x: Annotated[Tensor, R["tp"]], y: Optional[Annotated[Tensor, V["tp"]]] = None) -> Annotated[Tensor, V["tp"]]:
@@ -29,7 +29,7 @@ def arguments(r: Annotated[Tensor, R["tp"]], p: Annotated[Tensor, P["tp"]], v: A
     consume(plain)  # OK
     consume(torch.randn(3))  # OK
     consume(p)  # E: [spmd-boundary] argument "x" of "consume" on axis 'tp': expected R, got P; fix: all_reduce(p, "tp", src=P, dst=R)
-    consume(v)  # E: [spmd-boundary] expected R, got V; fix: all_gather(v, "tp", src=V, dst=R)
+    consume(v)  # E: [spmd-boundary] expected R, got V (per-rank data): all_reduce it if the ranks hold summands of the value, all_gather it if they hold pieces of it
     consume(r, r)  # E: [spmd-boundary] argument "y" of "consume" on axis 'tp': expected V, got R
     consume(x=r, y=v)  # OK
     shard0(v)  # OK
@@ -45,7 +45,7 @@ def returns_from_calls(p: Annotated[Tensor, P["tp"]], w: Annotated[Tensor, R["tp
 
 def returns_from_names(v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]]:
     h = v * 2
-    return h  # E: [return-value] Incompatible return value type
+    return h  # E@recommended: [return-value] Incompatible return value type
 
 
 def unknown_axes_accepted(x: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, V["tp"], R["dp"]]:
@@ -129,8 +129,8 @@ def declared_targets(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]
     y: Annotated[Tensor, R["tp"]] = p @ r  # E: [spmd-boundary] value of a declared type on axis 'tp': expected R, got P; fix: all_reduce(p @ r, "tp", src=P, dst=R)
     y = v * 2  # E: [spmd-boundary] value of a declared type on axis 'tp': expected R, got V
     # Under allow_redefinition mypy lets a parameter be re-bound to a value of another type.
-    v = all_reduce(reinterpret(v, "tp", src=V, dst=P), "tp", dst=R)  # OK
-    reveal_type(v)  # N: SpmdTensor[Literal['tp:R']]
+    v = all_reduce(reinterpret(v, "tp", src=V, dst=P), "tp", dst=R)  # OK@recommended  # E@no-redefinition: [spmd-boundary] value of a declared type on axis 'tp': expected V, got R
+    reveal_type(v)  # N@recommended: SpmdTensor[Literal['tp:R']]  # N@no-redefinition: SpmdTensor[Literal['tp:V']]
     w: Annotated[Tensor, V["dp"]] = v * 2  # OK
 
 
@@ -148,7 +148,7 @@ class Block(nn.Module):
         a = self.drop(p)  # E: [spmd-partial] torch.nn.functional.dropout on axis 'tp': P (a pending sum) through a non-linear op
         reveal_type(self.norm(x))  # N: Any
         h = self.drop(self.act(x))
-        return h  # E: [return-value] Incompatible return value type
+        return h  # E@recommended: [return-value] Incompatible return value type
 
 
 def make_partial() -> Annotated[Tensor, P["tp"]]:
@@ -164,8 +164,8 @@ class Rebinding(nn.Module):
         a = make_partial()
         a = all_reduce(a, "tp", dst=R)  # OK
         w = self.weight
-        w = F.linear(x, w)  # OK
+        w = F.linear(x, w)  # OK@recommended  # E@no-redefinition: [assignment]
         h = x
         h = h * w.sum()  # OK
-        reveal_type(h)  # N: SpmdTensor[Literal['tp:V']]
-        return a + h.sum()  # E: [spmd-boundary] return value on axis 'tp': expected R, got V
+        reveal_type(h)  # N@recommended: SpmdTensor[Literal['tp:V']]  # N@no-redefinition: SpmdTensor[Literal['tp:R']]
+        return a + h.sum()  # E@recommended: [spmd-boundary] return value on axis 'tp': expected R, got V

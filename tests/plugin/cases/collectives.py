@@ -42,7 +42,7 @@ def gathers(v: Annotated[Tensor, V["tp"]], s: Annotated[Tensor, S["tp", 1]], r: 
 def all_to_alls(v: Annotated[Tensor, V["ep"]], r: Annotated[Tensor, R["ep"]], s: Annotated[Tensor, S["sp", 1]]) -> None:
     reveal_type(all_to_all(v, "ep"))  # N: SpmdTensor[Literal['ep:V']]
     reveal_type(all_to_all(s, "sp", src=S(1), dst=S(2)))  # N: SpmdTensor[Literal['sp:V']]
-    a = all_to_all(r, "ep")  # E: [spmd-collective] the input is R but all_to_all was told src=V; every rank would contribute the same data; fix: convert(r, "ep", src=R, dst=V)
+    a = all_to_all(r, "ep")  # E: [spmd-collective] the input is R but all_to_all was told src=V; every rank would contribute the same data; give each rank its own share of the data earlier, where it is still whole (convert from R)
     b = all_to_all(v, "ep", dst=R)  # E: [spmd-collective] all_to_all does not accept src=V, dst=R
     c = spmd.ppermute(v, "ep", [(0, 1), (1, 0)])  # OK
     d = spmd.ppermute(r, "ep", [(0, 1), (1, 0)])  # E: [spmd-collective] the input is R but ppermute was told src=V
@@ -90,19 +90,19 @@ def shard_markers_in_expressions(x: Tensor, r: Annotated[Tensor, R["tp"]], s: An
 
 # A collective whose result is declared another type: the fix is at the call, not a second cast after it.
 def retarget_reduced(x: Annotated[Tensor, P["tp"], R["dp"]]) -> Annotated[Tensor, I["tp"], R["dp"]]:
-    return all_reduce(x, "tp", dst=R)  # E: [spmd-boundary] return value on axis 'tp': expected I, got R; fix: all_reduce(x, "tp", src=P, dst=I) (all-reduce forward, no-op in backward)
+    return all_reduce(x, "tp", dst=R)  # E: [spmd-boundary] return value on axis 'tp': expected I, got R; fix: all_reduce(x, "tp", src=P, dst=I) replacing the all_reduce call (all-reduce forward, no-op in backward)
 
 
 def retarget_gathered(s: Annotated[Tensor, S["tp", 0]]) -> None:
-    y: Annotated[Tensor, R["tp"]] = all_gather(s, "tp", src=S(0), dst=I)  # E: [spmd-boundary] expected R, got I; fix: all_gather(s, "tp", src=S(0), dst=R) (all-gather forward, reduce-scatter in backward)
+    y: Annotated[Tensor, R["tp"]] = all_gather(s, "tp", src=S(0), dst=I)  # E: [spmd-boundary] expected R, got I; fix: all_gather(s, "tp", src=S(0), dst=R) replacing the all_gather call (all-gather forward, reduce-scatter in backward)
 
 
 def retarget_only_on_the_call_axis(x: Annotated[Tensor, I["tp"], R["dp"]]) -> Annotated[Tensor, R["tp"], I["dp"]]:
-    return convert(x, "tp", src=I, dst=R)  # E: [spmd-boundary] on axis 'dp': expected I, got R; fix: convert(convert(...), "dp", src=R, dst=I)
+    return convert(x, "tp", src=I, dst=R)  # E: [spmd-boundary] on axis 'dp': expected I, got R; fix: convert(convert(x, "tp", src=I, dst=R), "dp", src=R, dst=I)
 
 
 def retarget_not_allowed(v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, I["tp"]]:
-    return reinterpret(v, "tp", src=V, dst=P)  # E: [spmd-boundary] expected I, got P; fix: all_reduce(reinterpret(...), "tp", src=P, dst=I)
+    return reinterpret(v, "tp", src=V, dst=P)  # E: [spmd-boundary] expected I, got P; fix: all_reduce(reinterpret(v, "tp", src=V, dst=P), "tp", src=P, dst=I)
 
 
 # Mixed precision: the dtype keywords change no SPMD type, and the call is still checked.

@@ -48,8 +48,8 @@ class ColumnParallel(nn.Module):
 
 def rebound_parameter(x: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]]:
     # mypy's allow_redefinition lets a parameter take a value of another type.
-    x = all_reduce(x, "tp", src=V, dst=R)  # OK
-    return x  # OK
+    x = all_reduce(x, "tp", src=V, dst=R)  # OK@recommended  # E@no-redefinition: [spmd-boundary] value of a declared type on axis 'tp': expected V, got R
+    return x  # OK@recommended  # E@no-redefinition: [return-value]
 
 
 def rebound_parameter_still_checked(x: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]]:

@@ -27,7 +27,7 @@ def losses(p: Annotated[Tensor, P["dp"]], r: Annotated[Tensor, R["dp"]], v: Anno
     p.sum().backward()  # OK
     i.backward()  # OK
     r.backward()  # E: [spmd-backward] r.backward() on axis 'dp': the loss is R, so every rank seeds a gradient of 1 and it is counted once per rank; fix: convert(r, "dp", src=R, dst=P)
-    v.mean().backward()  # E: [spmd-backward] say how the ranks' losses combine; fix: reinterpret(v.mean(...), "dp", src=V, dst=P)
+    v.mean().backward()  # E: [spmd-backward] say how the ranks' losses combine; fix: reinterpret(v.mean(), "dp", src=V, dst=P)
     r.backward(torch.ones(1))  # E: [spmd-backward] the loss is R, so every rank seeds a gradient of 1
     reinterpret(v.sum(), "dp", src=V, dst=P).backward()  # OK
     all_reduce(v.sum(), "dp", dst=R).backward()  # E: [spmd-backward] the loss is R
@@ -37,8 +37,8 @@ def branches(p: Annotated[Tensor, P["tp"]], flag: bool) -> Annotated[Tensor, R["
     h = p * 2
     if flag:
         h = all_reduce(h, "tp", dst=R)
-    y = h + 1  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
-    return h  # E: [return-value] Incompatible return value type
+    y = h + 1  # E@no-redefinition: [spmd-partial] P plus a non-partial term  # E@recommended: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
+    return h  # E@recommended: [return-value] Incompatible return value type
 
 
 def branches_on_every_side(r: Annotated[Tensor, R["tp"]], p: Annotated[Tensor, P["tp"]], flag: bool) -> None:
@@ -47,12 +47,12 @@ def branches_on_every_side(r: Annotated[Tensor, R["tp"]], p: Annotated[Tensor, P
     if flag:
         h = r
     else:
-        h = p
-    a = h + r  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
-    b = r + h  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
-    c = h + h  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
-    d = h.sum()  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
-    e = h.relu()  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
+        h = p  # E@no-redefinition: [assignment]
+    a = h + r  # E@recommended: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
+    b = r + h  # E@recommended: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
+    c = h + h  # E@recommended: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
+    d = h.sum()  # E@recommended: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
+    e = h.relu()  # E@recommended: [spmd-branch] "h": has SPMD type tp:P or tp:R depending on the branch taken
     f = r * 2 + r  # OK
 
 
@@ -81,4 +81,4 @@ def accumulators(xs: list[Annotated[Tensor, V["tp"]]], ps: list[Annotated[Tensor
     count = torch.ones(())
     for q in ps:
         count = q * 2
-    z = count + 1  # E: [spmd-branch] "count": has SPMD type *:weak or tp:P depending on the branch taken
+    z = count + 1  # E@recommended: [spmd-branch] "count": has SPMD type *:weak or tp:P depending on the branch taken

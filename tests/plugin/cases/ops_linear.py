@@ -1,5 +1,5 @@
 """Linear ops (docs/type-system.md): P flows through sums, views and copies when every summand is P."""
-from typing import Annotated
+from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
@@ -7,10 +7,10 @@ from torch import Tensor
 
 from spmd_types import I, P, R, Spmd, V
 
-Pt = Spmd[Tensor, "tp:P"]
-Rt = Spmd[Tensor, "tp:R"]
-Vt = Spmd[Tensor, "tp:V"]
-It = Spmd[Tensor, "tp:I"]
+Pt = Spmd[Tensor, Literal["tp:P"]]
+Rt = Spmd[Tensor, Literal["tp:R"]]
+Vt = Spmd[Tensor, Literal["tp:V"]]
+It = Spmd[Tensor, Literal["tp:I"]]
 
 
 def partial_sums(p: Annotated[Tensor, P["tp"]], q: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> None:

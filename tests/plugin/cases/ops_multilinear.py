@@ -1,5 +1,5 @@
 """Multilinear ops (docs/type-system.md): exactly one P factor, the others R or constants."""
-from typing import Annotated
+from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
@@ -7,9 +7,9 @@ from torch import Tensor
 
 from spmd_types import P, R, Spmd, V
 
-Pt = Spmd[Tensor, "tp:P"]
-Rt = Spmd[Tensor, "tp:R"]
-Vt = Spmd[Tensor, "tp:V"]
+Pt = Spmd[Tensor, Literal["tp:P"]]
+Rt = Spmd[Tensor, Literal["tp:R"]]
+Vt = Spmd[Tensor, Literal["tp:V"]]
 
 
 def one_partial_factor(p: Pt, r: Rt, w: Rt) -> None:

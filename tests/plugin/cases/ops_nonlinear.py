@@ -1,5 +1,5 @@
 """Non-linear ops, and ops missing from the op table (docs/type-system.md), reject P."""
-from typing import Annotated
+from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
@@ -7,7 +7,7 @@ from torch import Tensor
 
 from spmd_types import P, R, Spmd, V
 
-Pt = Spmd[Tensor, "tp:P"]
+Pt = Spmd[Tensor, Literal["tp:P"]]
 
 
 def nonlinear(p: Pt, r: Annotated[Tensor, R["tp"]]) -> None:

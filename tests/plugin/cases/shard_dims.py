@@ -3,7 +3,7 @@
 A transposed shard used to be V, which fits every S(j): returning it as S(0) or gathering it with
 src=S(0) passed.  Where the rank decides the answer, the result is V (gradual) and fits.
 """
-from typing import Annotated
+from typing import Annotated, Literal
 
 import torch
 import torch.nn.functional as F
@@ -11,7 +11,7 @@ from torch import Tensor
 
 from spmd_types import R, S, Spmd, all_gather, all_to_all
 
-S0 = Spmd[Tensor, "tp:S(0)"]
+S0 = Spmd[Tensor, Literal["tp:S(0)"]]
 
 
 def transposed_returned(x: S0) -> S0:

@@ -136,7 +136,7 @@ def divergent_into_a_collective(p: Annotated[Tensor, P["tp"]], v: Annotated[Tens
 def reduced_again_in_a_loop(p: Annotated[Tensor, P["tp"]], n: int) -> None:
     h = p
     for _ in range(n):
-        h = all_reduce(h, "tp", src=P, dst=R)  # E: [spmd-branch] "h": has SPMD type tp:P or tp:R
+        h = all_reduce(h, "tp", src=P, dst=R)  # E@recommended: [spmd-branch] "h": has SPMD type tp:P or tp:R
 
 
 # Found by the differential tester.
