@@ -17,9 +17,9 @@ from torch.distributed import ProcessGroup
 import spmd_types as spmd
 from spmd_types import Axis, I, P, R, S, Spmd, V, all_gather, all_reduce, axis_size, convert, reduce_scatter, reinterpret
 
-Whole = Spmd[Tensor, "tp:I"]  # replicated activations; the layer reduces their gradient itself
-SeqSharded = Spmd[Tensor, "tp:S(0)"]  # sequence parallel: sharded along the sequence
-Sharded = Spmd[Tensor, "tp:S(-1)"]  # sharded along the hidden (or vocabulary) dimension
+Whole = Spmd[Tensor, Literal["tp:I"]]  # replicated activations; the layer reduces their gradient itself
+SeqSharded = Spmd[Tensor, Literal["tp:S(0)"]]  # sequence parallel: sharded along the sequence
+Sharded = Spmd[Tensor, Literal["tp:S(-1)"]]  # sharded along the hidden (or vocabulary) dimension
 
 ColIn = TypeVar("ColIn", Whole, SeqSharded)  # sequence_parallel False / True
 ColOut = TypeVar("ColOut", Whole, Sharded)  # gather_output True / False
@@ -149,7 +149,7 @@ class UnguardedColumn(nn.Module, Generic[ColOut]):
     def forward(self, out: Annotated[Tensor, V["tp"]]) -> ColOut:
         reveal_type(self.gather_output)  # N: Literal[True] # N: Literal[False]
         if self.gather:
-            return all_gather(out, "tp", src=V, dst=I, gather_dim=-1)  # E: [spmd-boundary] on axis 'tp': expected S(-1), got I
+            return all_gather(out, "tp", src=V, dst=I, gather_dim=-1)  # E@recommended: [spmd-boundary] on axis 'tp': expected S(-1), got I
         return out  # E: [return-value]
 
 
@@ -195,7 +195,9 @@ def unguarded(x: Annotated[Tensor, V["tp"]], n: int) -> Annotated[Tensor, R["tp"
 
 # -- Polymorphic modules: written once, checked once per listed type, the restriction checked at each use.
 
-Unreduced = TypeVar("Unreduced", Spmd[Tensor, "tp:R"], Spmd[Tensor, "tp:I"], Spmd[Tensor, "tp:V"])
+Replicated = Spmd[Tensor, Literal["tp:R"]]
+Varying = Spmd[Tensor, Literal["tp:V"]]
+Unreduced = TypeVar("Unreduced", Replicated, Whole, Varying)
 
 
 class LayerNorm(nn.Module):
