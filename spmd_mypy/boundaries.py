@@ -35,12 +35,13 @@ from mypy.types import (
     TypeAliasType,
     TypeOfAny,
     TypeType,
+    TypeVarType,
     UnionType,
     get_proper_type,
 )
 
 from spmd_mypy import files
-from spmd_mypy.compat import bind_method, declared_return_type, is_declaration
+from spmd_mypy.compat import bind_method, declared_return_type, is_declaration, replace_type_variables
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import AXIS_GROUP, SPMD_TENSORS, SPMD_TYPED
 from spmd_mypy.report import spell
@@ -53,6 +54,7 @@ from spmd_types.typesystem import (
     Violation,
     argument_site,
     check_fits,
+    check_fits_one_of,
     check_group,
     paths_disagree,
 )
@@ -120,7 +122,8 @@ def relax_method(session: Session, ctx: MethodSigContext, method: str) -> Functi
     receiver = get_proper_type(ctx.type)
     if method == "__call__" and isinstance(receiver, Instance):
         forward = _forward_signature(receiver.type)
-        bound = bind_method(forward, receiver) if forward is not None else None
+        owner = forward.definition.info if forward is not None and isinstance(forward.definition, FuncDef) else None
+        bound = bind_method(forward, receiver, owner) if forward is not None else None
         signature = bound if isinstance(bound, CallableType) else None
     elif method == "apply":
         info = _class_of(receiver)
@@ -156,9 +159,29 @@ def _relax(signature: CallableType) -> CallableType:
     """``signature`` with SPMD parameter types replaced by their plain classes.
 
     Inside a container (``list[...]``, invariant in mypy) they become ``Any``,
-    so that a list of SPMD-typed tensors still matches.
+    so that a list of SPMD-typed tensors still matches.  A type variable
+    restricted to SPMD types (``TypeVar("T", Spmd[Tensor, "tp:R"], ...)``)
+    becomes one bound to the plain class, so that mypy binds it to the
+    argument's own type, every axis included; :func:`check_call` checks the
+    restriction.
     """
+    restricted = {
+        v.id: v.copy_modified(values=[], upper_bound=plain)
+        for v in signature.variables
+        if isinstance(v, TypeVarType) and (plain := _restricted_to(v)) is not None
+    }
+    if restricted:
+        signature = replace_type_variables(signature, restricted)
     return signature.copy_modified(arg_types=[_plain(t, nested=False) for t in signature.arg_types])
+
+
+def _restricted_to(variable: TypeVarType) -> Type | None:
+    """The plain tensor class of a type variable restricted to SPMD-typed tensors; ``None`` for another variable."""
+    values = [get_proper_type(v) for v in variable.values]
+    if not values or not all(isinstance(v, Instance) and v.type.fullname in SPMD_TENSORS for v in values):
+        return None
+    first = values[0]
+    return first.type.bases[0] if isinstance(first, Instance) and first.type.bases else None
 
 
 def _plain(typ: Type, nested: bool) -> Type:
@@ -225,7 +248,7 @@ def _check_arguments(
 ) -> None:
     """Report each argument whose SPMD type does not fit its declared parameter."""
     for formal, name, actual_types, exprs in zip(declared.arg_types, declared.arg_names, ctx.arg_types, ctx.args):
-        if not has_spmd(formal):
+        if not has_spmd(formal) and not _is_restricted(formal):
             continue
         for actual, expr in zip(actual_types, exprs):
             where = argument_site(name, callee)
@@ -233,8 +256,17 @@ def _check_arguments(
             verdict.report(violations, expr, where, value=source(expr))
 
 
+def _is_restricted(formal: Type) -> bool:
+    proper = get_proper_type(formal)
+    return isinstance(proper, TypeVarType) and _restricted_to(proper) is not None
+
+
 def _compare(verdict: Verdict, actual: Type, formal: Type, expr: Expression) -> list[Violation]:
     want, have = get_proper_type(formal), get_proper_type(actual)
+    if isinstance(want, TypeVarType) and _restricted_to(want) is not None:
+        value = Encoder.read(have)
+        allowed = [t for t in (Encoder.read(v) for v in want.values) if isinstance(t, SpmdType)]
+        return list(check_fits_one_of(value, allowed)) if isinstance(value, SpmdType) else []
     if isinstance(want, Instance) and want.type.fullname == AXIS_GROUP:
         return _compare_groups(have, want)
     declared = Encoder.read(want)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from mypy.nodes import Decorator, FuncDef, TypeInfo, Var
-from mypy.types import CallableType, TypeVarType
+from mypy.types import CallableType, ProperType, TypeVarType, get_proper_type
 
 from spmd_mypy import gradual
 from spmd_mypy.boundaries import has_spmd, signature_of
@@ -23,7 +23,7 @@ from spmd_mypy.encoding import is_tensor
 from spmd_mypy.fullnames import AUTOGRAD_FUNCTION, MODULE
 from spmd_mypy.session import Session
 
-__all__ = ["Answer", "declared_attribute", "declared_function", "declared_method"]
+__all__ = ["Answer", "class_info", "declared_attribute", "declared_function", "declared_method"]
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def _lookup_function(session: Session, fullname: str) -> Answer:
 
 
 def _lookup_method(session: Session, owner: str, method: str) -> Answer:
-    info = _class(session, owner) if owner else None
+    info = class_info(session, owner) if owner else None
     if info is None:
         return _UNKNOWN
     if (method == "__call__" and info.has_base(MODULE)) or (method == "apply" and info.has_base(AUTOGRAD_FUNCTION)):
@@ -120,14 +120,15 @@ def _lookup_method(session: Session, owner: str, method: str) -> Answer:
 
 
 def _lookup_attribute(session: Session, owner: str, attribute: str) -> Answer:
-    info = _class(session, owner)
+    info = class_info(session, owner)
     if info is None:
         return _UNKNOWN
     found = info.get(attribute)
     return Answer.of(info, found.node if found is not None else None)
 
 
-def _class(session: Session, fullname: str) -> TypeInfo | None:
+def class_info(session: Session, fullname: str) -> TypeInfo | None:
+    """The class named ``fullname``, once mypy has handed over the modules."""
     if session.modules is None:
         return None
     symbol = session.lookup(fullname)
@@ -140,5 +141,16 @@ def _has_spmd_signature(signature: CallableType) -> bool:
 
 
 def _generic_in_tensors(signature: CallableType) -> bool:
-    """Whether ``signature`` has a type variable bound to ``torch.Tensor`` among its parameters."""
-    return any(isinstance(v, TypeVarType) and is_tensor(v.upper_bound) for v in signature.variables)
+    """Whether a parameter of ``signature`` is typed by a type variable over tensors.
+
+    That is one bound to a tensor type (``TypeVar("T", bound=Tensor)``) or
+    restricted to tensor types (``TypeVar("T", Spmd[Tensor, "tp:R"], ...)``),
+    the function's own or its class's (``ColumnParallelLinear[ColIn, ColOut]``).
+    """
+    return any(_over_tensors(get_proper_type(t)) for t in signature.arg_types)
+
+
+def _over_tensors(typ: ProperType) -> bool:
+    if not isinstance(typ, TypeVarType):
+        return False
+    return all(is_tensor(t) for t in typ.values) if typ.values else is_tensor(typ.upper_bound)

@@ -11,44 +11,64 @@ of crashing.  Supported: mypy 2.0 to 2.4 (tested on the oldest and newest).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from mypy import subtypes
 from mypy.checker import TypeChecker
 from mypy.errorcodes import ErrorCode
+from mypy.errors import ErrorInfo, Errors, ErrorWatcher
+from mypy.expandtype import expand_type, expand_type_by_instance
+from mypy.maptype import map_instance_to_supertype
 from mypy.nodes import (
     AssignmentStmt,
     Block,
     CallExpr,
     ClassDef,
+    ComparisonExpr,
     Context,
     Decorator,
     DictExpr,
     Expression,
     ExpressionStmt,
     FuncDef,
+    IfStmt,
     IndexExpr,
+    IntExpr,
     ListExpr,
     MemberExpr,
     MypyFile,
     NameExpr,
     Node,
+    RaiseStmt,
     RefExpr,
     ReturnStmt,
     SetExpr,
     Statement,
     SymbolTableNode,
+    TempNode,
     TupleExpr,
     TypeInfo,
     Var,
     WithStmt,
 )
 from mypy.plugin import CheckerPluginInterface, TypeAnalyzerPluginInterface
-from mypy.typeops import bind_self
-from mypy.types import ExtraAttrs, FunctionLike, Instance, LiteralType, Type
+from mypy.typeops import bind_self, make_simplified_union
+from mypy.types import (
+    AnyType,
+    CallableType,
+    ExtraAttrs,
+    FunctionLike,
+    Instance,
+    LiteralType,
+    Type,
+    TypeOfAny,
+    TypeVarId,
+    TypeVarType,
+)
 
 from spmd_mypy.fullnames import AUTOGRAD_FUNCTION, NO_GRAD
 
@@ -62,16 +82,22 @@ __all__ = [
     "checked_file",
     "declared_return_type",
     "expression_type",
+    "filter_errors",
     "final_str_value",
+    "has_error_filter",
     "inferred_assignments",
     "is_declaration",
+    "is_subtype",
     "lookup_type_info",
     "lookup_type_name",
     "name_assignments",
     "note",
     "past_speculation",
     "read_side_channel",
+    "replace_type_variables",
     "returned_values",
+    "simplified_union",
+    "size_one_spans",
     "statements_in",
     "subexpressions",
     "with_side_channel",
@@ -353,6 +379,67 @@ def _nested_statements(node: Node) -> Iterator[Node]:
                 yield item
 
 
+SizeOfAxis = Callable[[Expression, dict[str, Expression]], str | None]
+"""The axis whose number of ranks an expression is, given the values of the function's names; ``None``: not one."""
+
+
+def size_one_spans(tree: MypyFile, axis_of: SizeOfAxis, one_when: Callable[[str, int], bool | None]
+                   ) -> list[tuple[int, int, str]]:
+    """The lines guarded by a test that an axis has one rank, with the axis.
+
+    A test is ``if SIZE <op> N:`` (or ``N <op> SIZE``), where ``axis_of``
+    tells which axis ``SIZE`` counts (a call, or a name the same function
+    assigns once from one) and ``one_when(op, N)`` which branch runs with one
+    rank: ``if world_size == 1:`` guards its body, ``if group.size() > 1:``
+    its ``else``.  When the other branch always leaves (``return``,
+    ``raise``), the statements after the ``if`` are guarded too.
+    """
+    spans = []
+    for _, _, body in _function_bodies(tree):
+        values: dict[str, Expression] = {}
+        for node in _scope_statements(body):
+            if isinstance(node, AssignmentStmt) and len(node.lvalues) == 1 and isinstance(node.lvalues[0], NameExpr):
+                name = node.lvalues[0].name
+                values[name] = node.rvalue if name not in values else TempNode(AnyType(TypeOfAny.special_form))
+        blocks = [body, *(node.body for node in _scope_statements(body) if isinstance(node, Block))]
+        for statements in blocks:
+            for index, node in enumerate(statements):
+                guarded = _guarded_branches(node, values, axis_of, one_when) if isinstance(node, IfStmt) else None
+                if guarded is None:
+                    continue
+                branch, other, axis = guarded
+                if branch is not None and branch.body:
+                    spans.append((branch.body[0].line, _last_line(branch.body), axis))
+                rest = statements[index + 1:]
+                if rest and other is not None and other.body and isinstance(other.body[-1], (ReturnStmt, RaiseStmt)):
+                    spans.append((rest[0].line, _last_line(rest), axis))
+    return spans
+
+
+def _last_line(statements: list[Statement]) -> int:
+    return max(s.end_line or s.line for s in statements)
+
+
+def _guarded_branches(node: IfStmt, values: dict[str, Expression], axis_of: SizeOfAxis,
+                      one_when: Callable[[str, int], bool | None]) -> tuple[Block | None, Block | None, str] | None:
+    """The branch of ``node`` that runs with one rank, the other branch, and the axis; ``None``: no such test."""
+    test = node.expr[0]
+    if len(node.expr) != 1 or not isinstance(test, ComparisonExpr) or len(test.operators) != 1:
+        return None
+    (operator,), (left, right) = test.operators, test.operands
+    if isinstance(left, IntExpr):  # 1 == size: the same test, read from the other side
+        left, right, operator = right, left, _FLIPPED.get(operator, operator)
+    if not isinstance(right, IntExpr) or (axis := axis_of(left, values)) is None:
+        return None
+    branch = one_when(operator, right.value)
+    if branch is None:
+        return None
+    return (node.body[0], node.else_body, axis) if branch else (node.else_body, node.body[0], axis)
+
+
+_FLIPPED: Final = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
 def declared_return_type(api: CheckerPluginInterface) -> Type | None:
     """The declared return type of the function being checked, if any."""
     if isinstance(api, TypeChecker) and api.return_types:
@@ -406,9 +493,36 @@ def container_elements(expr: Expression, values: bool) -> ListExpr | None:
     return ListExpr(list(expr.items)) if isinstance(expr, (ListExpr, TupleExpr, SetExpr)) else None
 
 
-def bind_method(method: FunctionLike, receiver: Instance) -> FunctionLike:
-    """``method`` with its ``self`` parameter bound to ``receiver``."""
-    return bind_self(method, receiver)
+def bind_method(method: FunctionLike, receiver: Instance, owner: TypeInfo | None = None) -> FunctionLike:
+    """``method`` with its ``self`` parameter bound to ``receiver``.
+
+    When ``owner``, the class that defines the method, is generic, its type
+    variables are replaced by the receiver's type arguments
+    (``ColumnParallelLinear[Gathered]``'s ``forward`` returns ``Gathered``).
+    """
+    bound = bind_self(method, receiver)
+    if owner is None or not owner.type_vars or not receiver.type.has_base(owner.fullname):
+        return bound
+    expanded = expand_type_by_instance(bound, map_instance_to_supertype(receiver, owner))
+    return expanded if isinstance(expanded, FunctionLike) else bound
+
+
+def replace_type_variables(signature: CallableType, replacements: dict[TypeVarId, TypeVarType]) -> CallableType:
+    """``signature`` with some of its own type variables replaced by others, everywhere they occur."""
+    expanded = expand_type(signature, dict(replacements))
+    assert isinstance(expanded, CallableType)
+    variables = [replacements.get(v.id, v) if isinstance(v, TypeVarType) else v for v in signature.variables]
+    return expanded.copy_modified(variables=variables)
+
+
+def is_subtype(left: Type, right: Type) -> bool:
+    """mypy's subtype relation (an instance's type arguments against an overload's ``self`` type)."""
+    return subtypes.is_subtype(left, right)
+
+
+def simplified_union(items: list[Type]) -> Type:
+    """The union of ``items``, with duplicates removed (one item: that item)."""
+    return make_simplified_union(items)
 
 
 def expression_type(api: CheckerPluginInterface, expr: Expression) -> Type | None:
@@ -445,6 +559,50 @@ def past_speculation(api: CheckerPluginInterface) -> Iterator[None]:
         yield
     finally:
         errors._watchers = watchers
+
+
+ErrorFilter = Callable[[str, int, str | None, str], bool]
+"""Whether to drop mypy's error in a file, at a line, with a code and a message."""
+
+
+def _errors(api: object) -> object | None:
+    """mypy's one ``Errors`` object, reached from a checker or from a type analyzer (through its analyzer)."""
+    for owner in (api, getattr(api, "api", None)):
+        errors = getattr(getattr(owner, "msg", None), "errors", None)
+        if isinstance(errors, Errors):
+            return errors
+    return None
+
+
+def filter_errors(api: object, drop: ErrorFilter) -> object | None:
+    """Have mypy drop its own errors that ``drop`` selects, from now on; the filter installed, or ``None``.
+
+    mypy routes every error through a stack of error watchers, the top one
+    first; speculative checks push theirs and pop them again.  The filter goes
+    to the bottom of the stack, where it sees exactly the errors mypy is about
+    to report.  Call once per run: the returned object says whether it is still
+    in place (:func:`has_error_filter`).
+    """
+    errors = _errors(api)
+    watchers = getattr(errors, "_watchers", None)
+    if not isinstance(errors, Errors) or not isinstance(watchers, list):
+        return None
+
+    def selected(file: str, info: ErrorInfo) -> bool:
+        try:
+            return drop(file, info.line, info.code.code if info.code is not None else None, info.message)
+        except Exception:  # the filter must never break mypy's reporting
+            return False
+
+    watcher = ErrorWatcher(errors, filter_errors=selected)
+    watchers.insert(0, watcher)
+    return watcher
+
+
+def has_error_filter(api: object, installed: object | None) -> bool:
+    """Whether the filter ``installed`` by :func:`filter_errors` still watches mypy's errors."""
+    watchers = getattr(_errors(api), "_watchers", None)
+    return installed is not None and isinstance(watchers, list) and any(w is installed for w in watchers)
 
 
 def note(api: object, message: str, context: Context, code: ErrorCode) -> None:

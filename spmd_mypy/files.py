@@ -19,6 +19,7 @@ from spmd_mypy.compat import (
     inferred_assignments,
     name_assignments,
     returned_values,
+    size_one_spans,
     without_autograd_spans,
 )
 from spmd_mypy.fullnames import SPMD_PACKAGE
@@ -29,6 +30,8 @@ __all__ = [
     "assigned_to_inferred",
     "is_returned",
     "is_written_later",
+    "size_one_axes",
+    "size_one_axes_at",
     "uses_spmd",
     "value_of",
     "values_assigned",
@@ -103,6 +106,23 @@ def without_autograd(session: Session, api: CheckerPluginInterface, where: Conte
     return facts is not None and any(first <= where.line <= last for first, last in facts.without_autograd)
 
 
+def size_one_axes(session: Session, api: CheckerPluginInterface, where: Context) -> frozenset[str]:
+    """The axes that code at ``where`` runs with one rank on (see :mod:`spmd_mypy.size_one`)."""
+    facts = _facts(session, api)
+    return facts.size_one_axes(session, where.line) if facts is not None else frozenset()
+
+
+def size_one_axes_at(session: Session, path: str, line: int) -> frozenset[str]:
+    """The same, for a line of a file mypy has checked (where mypy reports an error of its own)."""
+    facts = session.files.get(path)
+    if facts is None:
+        tree = next((tree for tree in (session.modules or {}).values() if tree.path == path), None)
+        if tree is None:
+            return frozenset()
+        facts = FileFacts(tree, redefinable_parameters=False)  # not kept: only its size-one spans are read
+    return facts.size_one_axes(session, line)
+
+
 class FileFacts:
     """Facts about one parsed file, each computed when first asked for."""
 
@@ -110,6 +130,7 @@ class FileFacts:
         self.tree = tree
         self.defs = tree.defs
         self.redefinable_parameters = redefinable_parameters
+        self._size_one: list[tuple[int, int, str]] | None = None
 
     @functools.cached_property
     def uses_spmd(self) -> bool:
@@ -134,6 +155,14 @@ class FileFacts:
     @functools.cached_property
     def inferred_assignments(self) -> set[Expression]:
         return inferred_assignments(self.tree, self.redefinable_parameters)
+
+    def size_one_axes(self, session: Session, line: int) -> frozenset[str]:
+        if self._size_one is None:
+            from spmd_mypy.size_one import axis_counted
+            from spmd_types.typesystem import size_one_when
+
+            self._size_one = size_one_spans(self.tree, lambda e, v: axis_counted(session, e, v), size_one_when)
+        return frozenset(axis for first, last, axis in self._size_one if first <= line <= last)
 
 
 def _imports_spmd_types(file: MypyFile) -> bool:

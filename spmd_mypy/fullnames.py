@@ -20,12 +20,14 @@ __all__ = [
     "AXIS_GROUP",
     "AXIS_INDEX",
     "AXIS_MARKERS",
+    "AXIS_SIZE",
     "BUILTIN_SUM",
     "CONSTANTS",
     "DEVICE_MESH",
     "DTENSOR",
     "DTENSOR_RECEIVERS",
     "FALSE",
+    "GROUP_RECEIVERS",
     "INIT_DEVICE_MESH",
     "LIST",
     "LITERAL",
@@ -88,6 +90,7 @@ SPMD_TYPED: Final = SPMD_TENSORS | {AXIS_GROUP}
 
 ASSERT_TYPE: Final = "spmd_types.assert_type"
 AXIS_INDEX: Final = "spmd_types.axis_index"
+AXIS_SIZE: Final = "spmd_types.axis_size"
 
 
 def spmd_function(name: str) -> str:
@@ -132,6 +135,8 @@ DTENSOR: Final = "torch.distributed.tensor._api.DTensor"
 DTENSOR_RECEIVERS: Final = frozenset({DTENSOR, PLACED_DTENSOR})
 """Classes whose ``to_local``/``redistribute`` are DTensor's (mypy keys a method hook by the receiver's class)."""
 MESH_RECEIVERS: Final = frozenset({DEVICE_MESH, NAMED_MESH})
+GROUP_RECEIVERS: Final = frozenset({PROCESS_GROUP, AXIS_GROUP})
+"""Classes whose ``size()`` counts a process group's ranks."""
 INIT_DEVICE_MESH: Final = "torch.distributed.device_mesh.init_device_mesh"
 LOCAL_MAP: Final = "torch.distributed.tensor.experimental._func_map.local_map"
 PLACEMENT_CLASSES: Final = {

@@ -34,10 +34,21 @@ from mypy.plugin import (
 )
 from mypy.types import FunctionLike, Type
 
-from spmd_mypy import boundaries, collectives, dtensor, ecosystem, gradients, gradual, local_map, ops
+from spmd_mypy import (
+    boundaries,
+    collectives,
+    dtensor,
+    ecosystem,
+    flags,
+    gradients,
+    gradual,
+    local_map,
+    ops,
+    size_one,
+)
 from spmd_mypy.annotations import analyze
 from spmd_mypy.boundaries import fit_declared
-from spmd_mypy.callables import declared_attribute, declared_function, declared_method
+from spmd_mypy.callables import class_info, declared_attribute, declared_function, declared_method
 from spmd_mypy.collectives import COLLECTIVES
 from spmd_mypy.compat import note
 from spmd_mypy.encoding import Encoder
@@ -45,8 +56,10 @@ from spmd_mypy.error_codes import INTERNAL
 from spmd_mypy.fullnames import (
     ANNOTATED,
     ASSERT_TYPE,
+    AXIS_SIZE,
     BUILTIN_SUM,
     DTENSOR_RECEIVERS,
+    GROUP_RECEIVERS,
     INIT_DEVICE_MESH,
     LOCAL_MAP,
     LOCAL_MAP_DECORATOR,
@@ -62,7 +75,14 @@ from spmd_mypy.report import emit
 from spmd_mypy.session import Session
 from spmd_mypy.values import with_result
 from spmd_mypy.verdict import Verdict
-from spmd_types.typesystem import AUTOGRAD_FUNCTIONS, EQUIVALENTS, GROUP_GETTERS, IN_PLACE, TENSOR_PROPERTIES
+from spmd_types.typesystem import (
+    AUTOGRAD_FUNCTIONS,
+    EQUIVALENTS,
+    GROUP_GETTERS,
+    IN_PLACE,
+    SIZE_GETTERS,
+    TENSOR_PROPERTIES,
+)
 
 __all__ = ["Router", "finish"]
 
@@ -95,7 +115,13 @@ class Router:
         if fullname not in ANNOTATED and fullname not in SPMD_ALIAS:
             return None
         alias_form = fullname in SPMD_ALIAS
-        return self._guarded(lambda ctx: analyze(self._session, ctx, alias_form), _unannotated)
+        session = self._session
+
+        def annotation(ctx: AnalyzeTypeContext) -> Type:
+            size_one.watch(session, ctx.api)  # before any module with SPMD types is checked
+            return analyze(session, ctx, alias_form)
+
+        return self._guarded(annotation, _unannotated)
 
     # -- calls of functions ----------------------------------------------------------
 
@@ -114,6 +140,8 @@ class Router:
             return partial(ecosystem.check_in_place_call, entry=in_place)
         if (role := GROUP_GETTERS.get(fullname)) is not None:
             return partial(ecosystem.group_of_role, role=role)
+        if fullname in SIZE_GETTERS or fullname == AXIS_SIZE:
+            return size_one.size_getter
         if fullname == INIT_DEVICE_MESH:
             return dtensor.check_init_device_mesh
         if fullname == LOCAL_MAP:
@@ -155,6 +183,8 @@ class Router:
             return gradients.check_backward_method if method == "backward" else partial(ops.check_method, method=method)
         if owner in DTENSOR_RECEIVERS and method in _DTENSOR_METHODS:
             return _DTENSOR_METHODS[method]
+        if owner in GROUP_RECEIVERS and method == "size":
+            return size_one.size_getter
         if owner in MESH_RECEIVERS and method == "__getitem__":
             return dtensor.check_submesh
         if owner == LOCAL_MAP_DECORATOR and method == "__call__":
@@ -193,6 +223,10 @@ class Router:
             return partial(ops.check_property, attribute=attribute)
         if owner and declared_attribute(self._session, owner, attribute).plain_result:
             return gradual.unknown_attribute
+        if owner and (info := class_info(self._session, owner)) is not None:
+            table = flags.flag_table(self._session, info)
+            if table is not None and attribute in table.flags():
+                return partial(flags.read_flag, owner=info, flag=attribute)
         return None
 
     # -- how each kind of hook runs its handler --------------------------------------
@@ -244,7 +278,7 @@ def finish(session: Session, api: CheckerPluginInterface, context: Context, defa
         typed = with_result(Encoder.for_checker(session, api), typed, verdict.result)
     if verdict.fit:
         typed = fit_declared(session, api, typed, context, verdict)
-    emit(api, verdict.reports)
+    emit(api, size_one.remaining(session, api, verdict.reports))
     return typed
 
 

@@ -13,6 +13,7 @@ from spmd_mypy.config import PluginOptions
 if TYPE_CHECKING:
     from spmd_mypy.callables import Answer
     from spmd_mypy.files import FileFacts
+    from spmd_mypy.flags import FlagTable
 
 __all__ = ["Session", "StubsWarned"]
 
@@ -44,7 +45,12 @@ class Session:
     * ``stubs_warned``: per module, the annotation told that the ``spmd_types``
       stubs are missing (:mod:`spmd_mypy.annotations`);
     * ``files``: what is known about each checked file, by path, while mypy
-      keeps the same parse of it (:mod:`spmd_mypy.files`).
+      keeps the same parse of it (:mod:`spmd_mypy.files`);
+    * ``flag_tables``: per class, which constructor overload sets which
+      configuration flag (:mod:`spmd_mypy.flags`), while the class keeps its
+      constructor;
+    * ``size_one_filter``: the filter of mypy's errors in code guarded by a
+      test that an axis has one rank (:mod:`spmd_mypy.size_one`), once installed.
     """
 
     def __init__(self, options: PluginOptions, lookup: Callable[[str], SymbolTableNode | None]) -> None:
@@ -55,6 +61,8 @@ class Session:
         self.relaxed: dict[Context, CallableType | None] = {}
         self.stubs_warned: StubsWarned = {}
         self.files: dict[str, FileFacts] = {}
+        self.flag_tables: dict[str, FlagTable] = {}
+        self.size_one_filter: object | None = None
 
     def forget_callables(self) -> None:
         """Drop what is known about callables: a module was (re)parsed, and may have changed them."""

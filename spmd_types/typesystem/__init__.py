@@ -24,6 +24,7 @@ Where each rule is:
 * :mod:`.collectives`: collectives and casts, their routes and backwards;
 * :mod:`.partial_outputs`: ``out_partial_axes=``, a local op then ``reinterpret(V -> P)``;
 * :mod:`.summation`: a replicated summand in the input of a reduction;
+* :mod:`.size_one`: axes a program has tested to have one rank, where all types coincide;
 * :mod:`.numbers`: Python numbers read out of tensors or computed from the rank's index;
 * :mod:`.loss`: the ``loss.backward()`` rule;
 * :mod:`.ecosystem`: other libraries' communication functions and the calls they are;
@@ -87,6 +88,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.join import OpOutcome as OpOutcome
     from spmd_types.typesystem.join import apply_op as apply_op
     from spmd_types.typesystem.join import check_fits as check_fits
+    from spmd_types.typesystem.join import check_fits_one_of as check_fits_one_of
     from spmd_types.typesystem.join import check_group as check_group
     from spmd_types.typesystem.join import fits as fits
     from spmd_types.typesystem.join import merge_paths as merge_paths
@@ -180,6 +182,9 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.shard_dims import counted_like as counted_like
     from spmd_types.typesystem.shard_dims import result_dim as result_dim
     from spmd_types.typesystem.shard_dims import same_dim as same_dim
+    from spmd_types.typesystem.size_one import SIZE_GETTERS as SIZE_GETTERS
+    from spmd_types.typesystem.size_one import on_size_one as on_size_one
+    from spmd_types.typesystem.size_one import size_one_when as size_one_when
     from spmd_types.typesystem.spmd_type import UNKNOWN as UNKNOWN
     from spmd_types.typesystem.spmd_type import SpmdType as SpmdType
     from spmd_types.typesystem.spmd_type import parse as parse
@@ -215,7 +220,8 @@ _DEFINED_IN: dict[str, str] = {
         "ecosystem",
     ),
     **dict.fromkeys(
-        ("OpOutcome", "Operand", "apply_op", "check_fits", "check_group", "fits", "merge_paths", "paths_disagree"),
+        ("OpOutcome", "Operand", "apply_op", "check_fits", "check_fits_one_of", "check_group", "fits", "merge_paths",
+         "paths_disagree"),
         "join",
     ),
     **dict.fromkeys(
@@ -260,6 +266,7 @@ _DEFINED_IN: dict[str, str] = {
         "shard_dims",
     ),
     **dict.fromkeys(("SpmdType", "UNKNOWN", "parse",), "spmd_type"),
+    **dict.fromkeys(("SIZE_GETTERS", "on_size_one", "size_one_when"), "size_one"),
     **dict.fromkeys(("BIASED_PRODUCTS", "SUM_OPS", "summed_replicated_term", "sums_over_axis",), "summation"),
     **dict.fromkeys(("Fix", "Message", "RETURN_VALUE", "Violation", "argument_site",), "violations"),
 }

@@ -51,7 +51,10 @@ from spmd_types.typesystem.shard_dims import LayoutCall, result_dim, same_dim
 from spmd_types.typesystem.spmd_type import UNKNOWN, SpmdType
 from spmd_types.typesystem.violations import Code, Fix, Violation
 
-__all__ = ["OpOutcome", "Operand", "apply_op", "check_fits", "check_group", "fits", "merge_paths", "paths_disagree"]
+__all__ = [
+    "OpOutcome", "Operand", "apply_op", "check_fits", "check_fits_one_of", "check_group", "fits", "merge_paths",
+    "paths_disagree",
+]
 
 
 @dataclass(frozen=True)
@@ -465,6 +468,28 @@ def check_fits(value: SpmdType, declared: SpmdType, code: Code = Code.BOUNDARY) 
                 fixes = fixes_between(have, want, axis)
         violations.append(Violation(code, axis, reason, (have.code, want.code), (), fixes))
     return tuple(violations)
+
+
+def check_fits_one_of(value: SpmdType, allowed: Sequence[SpmdType]) -> tuple[Violation, ...]:
+    """Whether ``value`` may bind a type variable restricted to the types ``allowed``.
+
+    It may when it fits one of them (:func:`check_fits`: on the axes both
+    know).  Otherwise one violation per axis on which it fits none of the
+    types listed there, or, when each axis alone is fine but no listed type
+    fits as a whole, the first listed type's violations.
+    """
+    if not allowed or any(not check_fits(value, option) for option in allowed):
+        return ()
+    violations = []
+    for axis in sorted({axis for option in allowed for axis in option.axes}):
+        have = value.get(axis)
+        listed = [option.get(axis) for option in allowed if option.get(axis) is not None]
+        if have is None or any(fits(have, want) for want in listed):
+            continue
+        names = ", ".join(dict.fromkeys(want.code for want in listed if want is not None))
+        reason = f"expected one of {names}, got {have.code}"
+        violations.append(Violation(Code.BOUNDARY, axis, reason, (have.code, *names.split(", ")), (), ()))
+    return tuple(violations) or check_fits(value, allowed[0])
 
 
 def check_group(value_axis: str, declared_axis: str) -> tuple[Violation, ...]:

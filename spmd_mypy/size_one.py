@@ -1,0 +1,109 @@
+"""Code guarded by a test that an axis has one rank, where the axis's SPMD types all fit each other.
+
+The rule is the core's (``spmd_types.typesystem.size_one``); this module finds
+the guards and applies it.  A guard is ``if SIZE == 1:`` (its body) or
+``if SIZE > 1:`` (its ``else``), and the like, where ``SIZE`` is
+``spmd_types.axis_size("tp")``, a library's size getter
+(``get_tensor_model_parallel_world_size()``), ``group.size()`` of a group
+typed with its axis, or a name the function assigns once from one of these.
+
+Inside a guarded branch, the plugin's own violations on that axis are not
+reported (:func:`remaining`), and neither are mypy's own type errors between
+two SPMD types that differ only on that axis (``return input_`` of a ``V``
+where ``R`` is declared), which an error filter drops (:func:`watch`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Final
+
+from mypy.nodes import CallExpr, Expression, MemberExpr, NameExpr, RefExpr, StrExpr, Var
+from mypy.plugin import CheckerPluginInterface, FunctionContext, MethodContext
+
+from spmd_mypy import files
+from spmd_mypy.compat import filter_errors, final_str_value, has_error_filter
+from spmd_mypy.encoding import Encoder
+from spmd_mypy.fullnames import AXIS_SIZE
+from spmd_mypy.session import Session
+from spmd_mypy.verdict import Report, Verdict
+from spmd_types.typesystem import SIZE_GETTERS, on_size_one
+
+__all__ = ["axis_counted", "remaining", "size_getter", "watch"]
+
+_COMPARED_BY_MYPY: Final = frozenset({"return-value", "assignment", "arg-type"})
+_QUOTED_TENSOR: Final = re.compile(r'"SpmdTensor\[([^"]*)\]"')
+_AXIS_ENTRY: Final = re.compile(r"'([^':]+):([^']*)'")
+
+
+def axis_counted(session: Session, expr: Expression, values: dict[str, Expression]) -> str | None:
+    """The mesh axis whose number of ranks ``expr`` is (see the module docstring); ``None``: not a size."""
+    if isinstance(expr, NameExpr) and expr.name in values and not isinstance(values[expr.name], NameExpr):
+        return axis_counted(session, values[expr.name], {})
+    if not isinstance(expr, CallExpr):
+        return None
+    callee = expr.callee
+    if isinstance(callee, RefExpr) and callee.fullname in SIZE_GETTERS:
+        return session.options.library_axis(SIZE_GETTERS[callee.fullname])
+    if isinstance(callee, RefExpr) and callee.fullname == AXIS_SIZE and expr.args:
+        axis = expr.args[0]
+        if isinstance(axis, StrExpr):
+            return axis.value
+        return final_str_value(axis) if isinstance(axis, RefExpr) else None
+    if isinstance(callee, MemberExpr) and callee.name == "size" and not expr.args:
+        group = callee.expr
+        if isinstance(group, RefExpr) and isinstance(group.node, Var) and group.node.type is not None:
+            return Encoder.read_axis(group.node.type)
+    return None
+
+
+def size_getter(session: Session, ctx: FunctionContext | MethodContext) -> Verdict:
+    """A call that counts an axis's ranks: mypy's errors are watched from here on (a guard may follow)."""
+    watch(session, ctx.api)
+    return Verdict()
+
+
+def watch(session: Session, api: object) -> None:
+    """Have mypy drop its own errors that guarded code makes on its axis (once per run).
+
+    Called from every annotation the plugin reads (``api`` a type analyzer),
+    so that the filter is in place before mypy checks a module with SPMD types.
+    """
+    if has_error_filter(api, session.size_one_filter):
+        return
+
+    def drop(path: str, line: int, code: str | None, message: str) -> bool:
+        if code not in _COMPARED_BY_MYPY:
+            return False
+        axes = files.size_one_axes_at(session, path, line)
+        types = _QUOTED_TENSOR.findall(message)
+        if not axes or len(types) != 2:
+            return False
+        got, expected = (_entries(t) for t in types)
+        return _outside(got, axes) == _outside(expected, axes)
+
+    session.size_one_filter = filter_errors(api, drop)
+
+
+def remaining(session: Session, api: CheckerPluginInterface, reports: Sequence[Report]) -> list[Report]:
+    """``reports`` less the violations on an axis that guarded code runs with one rank on."""
+    if not reports:
+        return list(reports)
+    watch(session, api)
+    kept = []
+    for report in reports:
+        axes = files.size_one_axes(session, api, report.at)
+        violations = on_size_one(report.violations, axes) if axes else report.violations
+        if violations:
+            kept.append(report if violations == report.violations else replace(report, violations=violations))
+    return kept
+
+
+def _entries(text: str) -> frozenset[tuple[str, str]]:
+    return frozenset(_AXIS_ENTRY.findall(text))
+
+
+def _outside(entries: frozenset[tuple[str, str]], axes: frozenset[str]) -> frozenset[tuple[str, str]]:
+    return frozenset(entry for entry in entries if entry[0] not in axes)
