@@ -19,6 +19,7 @@ of the encoded types.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Final
 
 from mypy.nodes import ARG_POS, Context, Decorator, Expression, FuncDef, TypeInfo
@@ -41,7 +42,13 @@ from mypy.types import (
 )
 
 from spmd_mypy import files
-from spmd_mypy.compat import bind_method, declared_return_type, is_declaration, replace_type_variables
+from spmd_mypy.compat import (
+    bind_method,
+    checks_a_value_of_a_type_variable,
+    declared_return_type,
+    is_declaration,
+    replace_type_variables,
+)
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import AXIS_GROUP, SPMD_TENSORS, SPMD_TYPED
 from spmd_mypy.report import spell
@@ -339,6 +346,10 @@ def fit_declared(
     if producer is not None:
         violations = tuple(producer.retarget(v, declared.get(v.axis or "")) for v in violations)
         operands = (producer.x,)
+    if checks_a_value_of_a_type_variable(api):
+        # The declaration holds for one value of the function's type variable, and the code runs for every
+        # value: a fix for this one breaks the others.
+        violations = tuple(replace(v, fixes=()) for v in violations)
     value_name = source(context) if isinstance(context, Expression) else None
     verdict.report(violations, context, where, operands, value=value_name, speculative=verdict.speculative)
     # A value that fits and that mypy accepts as it is keeps its own type, so that a declared

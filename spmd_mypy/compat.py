@@ -24,6 +24,7 @@ from mypy.errors import ErrorInfo, Errors, ErrorWatcher
 from mypy.expandtype import expand_type, expand_type_by_instance
 from mypy.maptype import map_instance_to_supertype
 from mypy.nodes import (
+    FUNC_NO_INFO,
     AssignmentStmt,
     Block,
     CallExpr,
@@ -35,6 +36,7 @@ from mypy.nodes import (
     Expression,
     ExpressionStmt,
     FuncDef,
+    FuncItem,
     IfStmt,
     IndexExpr,
     IntExpr,
@@ -438,6 +440,23 @@ def _guarded_branches(node: IfStmt, values: dict[str, Expression], axis_of: Size
 
 
 _FLIPPED: Final = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
+
+
+def checks_a_value_of_a_type_variable(api: CheckerPluginInterface) -> bool:
+    """Whether the method being checked is one of mypy's copies for a value of its class's type variable.
+
+    mypy checks a method of a class generic in a type variable restricted to
+    values (``TypeVar("Out", Whole, Sharded)``) once per value, on a copy
+    with the variable replaced: a declared type seen there holds for that
+    value only.  (A function's own restricted type variables are expanded the
+    same way, but a copy cannot be told from the original then.)
+    """
+    scope = api.scope if isinstance(api, TypeChecker) else None
+    innermost = getattr(scope, "current_function", None) or getattr(scope, "top_function", None)  # mypy < 2.2
+    function = innermost() if innermost is not None else None
+    if not isinstance(function, FuncItem) or function.info is FUNC_NO_INFO:
+        return False
+    return any(isinstance(v, TypeVarType) and bool(v.values) for v in function.info.defn.type_vars)
 
 
 def declared_return_type(api: CheckerPluginInterface) -> Type | None:
