@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import configparser
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -38,13 +39,18 @@ from tests.plugin.harness import ROOT, config_text, run_mypy
 EXAMPLES = sorted((ROOT / "examples").rglob("*.py"))
 
 UNRELATED = {
-    "reportIncompatibleMethodOverride": 'Method "backward" overrides class "_SingleLevelFunction"',
+    "reportIncompatibleMethodOverride": re.compile(r'Method "backward" overrides class "_SingleLevelFunction"'),
+    "reportReturnType": re.compile(r'is not assignable to return type "\w+@\w+"'),
 }
-"""pyright's errors that have nothing to do with SPMD annotations, by rule: the text each must contain.
+"""pyright's errors that are not about the annotation spellings, by rule: a pattern each must match.
 
-torch declares ``autograd.Function.backward(ctx, *grad_outputs)``; the usual
-``def backward(ctx, grad)`` of a custom Function (docs/adopting.md shows one)
-is an incompatible override to pyright, whatever its annotations.
+* torch declares ``autograd.Function.backward(ctx, *grad_outputs)``; the usual
+  ``def backward(ctx, grad)`` of a custom Function (docs/adopting.md shows one)
+  is an incompatible override to pyright, whatever its annotations.
+* pyright does not check a function once per value of a value-restricted type
+  variable, as mypy does: a torch op's result (``Tensor``) returned where such
+  a variable (``Out@ColumnParallelLinear``) is declared is an error to it.
+  docs/adopting.md says so where it recommends those type variables.
 """
 
 PROBE = '''\
@@ -143,7 +149,7 @@ def test_basedpyright_reports_nothing(files: list[Path], tmp_path: Path) -> None
     report = json.loads(result.stdout)
     errors = [f"{Path(d['file']).name}:{d['range']['start']['line'] + 1}: {d['message']} ({d.get('rule')})"
               for d in report["generalDiagnostics"] if d["severity"] == "error"
-              and UNRELATED.get(d.get("rule", ""), "\0") not in d["message"]]
+              and not (d.get("rule") in UNRELATED and UNRELATED[d["rule"]].search(d["message"]))]
     assert not errors, "\n".join(errors)
     revealed = [d["message"] for d in report["generalDiagnostics"]
                 if Path(d["file"]).name == "probe.py" and d["severity"] == "information"]
