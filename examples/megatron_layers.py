@@ -45,12 +45,17 @@ The communication, and Megatron's name for it:
   all-reduces its gradient after backward; here ``reinterpret(bias, I->R)``
   puts that all-reduce into the backward pass.
 
-Left out: ``skip_bias_add``, ``runtime_gather_output``, ``explicit_expert_comm``,
-weights passed to ``forward``, and the fused kernels' buffers; none of them
-changes the layers' types except ``runtime_gather_output``.
+Left out: ``skip_bias_add`` (the layers return the output alone, not
+Megatron's ``(output, bias)`` pair), ``runtime_gather_output`` (a flag of
+each call, which would need overloads of ``forward``), ``explicit_expert_comm``
+(the expert layers' own communication), weights passed to ``forward``, and
+the fused kernels' buffers and deferred weight gradients.
 
-``MegatronStack`` chains all seven configurations, and runs on 4 simulated
-ranks against the same chain of linear layers on one device::
+``MegatronStack`` chains all seven configurations and ends in a GPT output
+layer (column parallel over the vocabulary, sequence parallel input) and
+the vocabulary-parallel loss of ``examples/vocab_parallel_cross_entropy.py``.
+It runs on 4 simulated ranks against the same chain of linear layers and
+plain cross entropy on one device::
 
     python -m examples.megatron_layers
 
@@ -69,7 +74,8 @@ from torch import Tensor, nn
 
 import spmd_types as spmd
 from examples.comparison import ModuleExample
-from spmd_types import I, P, R, S, Spmd, V, all_gather, all_reduce, axis_size, convert, reduce_scatter, reinterpret
+from examples.vocab_parallel_cross_entropy import vocab_parallel_cross_entropy
+from spmd_types import I, P, R, S, Spmd, all_gather, all_reduce, axis_size, convert, reduce_scatter, reinterpret
 
 Whole = Spmd[Tensor, Literal["tp:I"]]  # the same tensor on every rank
 SeqSharded = Spmd[Tensor, Literal["tp:S(0)"]]  # sequence parallel: each rank has its slice of the tokens
@@ -157,45 +163,61 @@ class RowParallelLinear(nn.Module, Generic[RowIn, RowOut]):
 
 
 class MegatronStack(nn.Module):
-    """Every configuration of the two layers, chained: tensor parallel, then sequence parallel."""
+    """Every configuration of the two layers, chained, ending in a GPT output layer and its loss.
 
-    def __init__(self, hidden: int, ffn: int) -> None:
+    The input is sequence parallel, as a sequence-parallel embedding leaves
+    it; the middle is tensor parallel with whole activations between the
+    blocks; the end is sequence parallel again, and the output layer's
+    logits stay sharded over the vocabulary for the vocabulary-parallel loss.
+    """
+
+    def __init__(self, hidden: int, ffn: int, vocab: int) -> None:
         super().__init__()
-        # Tensor parallel, activations whole between the blocks.
+        self.sp_gathered = ColumnParallelLinear(hidden, hidden, gather_output=True, sequence_parallel=True)
         self.gathered = ColumnParallelLinear(hidden, hidden, gather_output=True)
         self.scattered = RowParallelLinear(hidden, hidden, input_is_parallel=False)
         self.fc1 = ColumnParallelLinear(hidden, ffn)
         self.fc2 = RowParallelLinear(ffn, hidden, input_is_parallel=True)
-        # Sequence parallel, activations split along the tokens between the blocks.
         self.sp_fc1 = ColumnParallelLinear(hidden, ffn, sequence_parallel=True)
         self.sp_fc2 = RowParallelLinear(ffn, hidden, input_is_parallel=True, sequence_parallel=True)
-        self.sp_gathered = ColumnParallelLinear(hidden, hidden, gather_output=True, sequence_parallel=True)
+        self.output_layer = ColumnParallelLinear(hidden, vocab, sequence_parallel=True)
 
-    def forward(self, x: Annotated[Tensor, I["tp"]]) -> Annotated[Tensor, I["tp"]]:
-        h = self.scattered(self.gathered(x))
+    def forward(
+        self, x: Annotated[Tensor, S["tp", 0]], target: Annotated[Tensor, R["tp"]]
+    ) -> Annotated[Tensor, I["tp"]]:
+        h = self.scattered(self.gathered(self.sp_gathered(x)))
         h = self.fc2(F.gelu(self.fc1(h)))
         tokens = convert(h, "tp", src=I, dst=S(0))  # Megatron's scatter_to_sequence_parallel_region
         tokens = self.sp_fc2(F.gelu(self.sp_fc1(tokens)))
-        return self.sp_gathered(tokens)
+        return vocab_parallel_cross_entropy(self.output_layer(tokens), target)
 
 
-def reference(params: Mapping[str, Tensor], x: Tensor) -> Tensor:
-    """The same chain on one device, with the full weights and biases."""
+def reference(params: Mapping[str, Tensor], x: Tensor, target: Tensor) -> Tensor:
+    """The same chain on one device, with the full weights and biases, and plain cross entropy."""
+    h = linear(params, "scattered", linear(params, "gathered", linear(params, "sp_gathered", x)))
+    h = linear(params, "fc2", F.gelu(linear(params, "fc1", h)))
+    h = linear(params, "sp_fc2", F.gelu(linear(params, "sp_fc1", h)))
+    return token_losses(linear(params, "output_layer", h), target)
 
-    def linear(name: str, h: Tensor) -> Tensor:
-        return F.linear(h, params[f"{name}.weight"], params[f"{name}.bias"])
 
-    h = linear("scattered", linear("gathered", x))
-    h = linear("fc2", F.gelu(linear("fc1", h)))
-    h = linear("sp_fc2", F.gelu(linear("sp_fc1", h)))
-    return linear("sp_gathered", h)
+def linear(params: Mapping[str, Tensor], name: str, x: Tensor) -> Tensor:
+    """Layer ``name`` on one device, from its full weight and bias."""
+    return F.linear(x, params[f"{name}.weight"], params[f"{name}.bias"])
+
+
+def token_losses(logits: Tensor, target: Tensor) -> Tensor:
+    """Cross entropy of every token on one device, shaped like ``target``."""
+    return F.cross_entropy(logits.flatten(0, -2), target.flatten(), reduction="none").view(target.shape)
 
 
 EXAMPLE = ModuleExample(
     module=MegatronStack,
-    options={"hidden": 8, "ffn": 16},
+    options={"hidden": 8, "ffn": 16, "vocab": 32},
     mesh={"tp": 4},
-    inputs=lambda generator: (torch.randn(8, 2, 8, generator=generator),),  # [sequence, batch, hidden]
+    inputs=lambda generator: (
+        torch.randn(8, 2, 8, generator=generator),  # [sequence, batch, hidden]
+        torch.randint(0, 32, (8, 2), generator=generator),
+    ),
     reference=reference,
 )
 
