@@ -89,8 +89,13 @@ def flag_table(session: Session, info: TypeInfo) -> FlagTable | None:
     if known is not None and known.init is init:
         return known
     table = FlagTable(init, tuple(_rows(init)))
+    if not table.rows:
+        # Not remembered: an attribute read during semantic analysis (a class-level declaration such
+        # as ``weight: Annotated[nn.Parameter, S["tp", 0]]``) sees the overloads' ``self`` types
+        # before they are analysed, and a table remembered then would have no rows for good.
+        return None
     session.flag_tables[info.fullname] = table
-    return table if table.rows else None
+    return table
 
 
 def read_flag(session: Session, ctx: AttributeContext, owner: TypeInfo, flag: str) -> Verdict:

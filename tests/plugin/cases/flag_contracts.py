@@ -218,3 +218,24 @@ def block(h: Annotated[Tensor, S["tp", 0], R["dp"]], p: Annotated[Tensor, P["tp"
     reveal_type(LayerNorm()(h))  # N: SpmdTensor[Literal['dp:R'] | Literal['tp:V']]
     reveal_type(Dropout()(u))  # N: SpmdTensor[Literal['dp:R']]
     LayerNorm()(p)  # E: [spmd-boundary] argument "x" of "LayerNorm.forward" on axis 'tp': expected one of R, I, V, got P
+
+
+class DeclaredColumn(nn.Module, Generic[ColOut]):
+    """Parameters declared in the class body: their analysis reads no flag too early."""
+
+    weight: Annotated[nn.Parameter, S["tp", 0]]
+
+    @overload
+    def __init__(self: "DeclaredColumn[Whole]", *, gather_output: Literal[True]) -> None: ...
+    @overload
+    def __init__(self: "DeclaredColumn[Sharded]", *, gather_output: Literal[False]) -> None: ...
+    def __init__(self, *, gather_output: bool) -> None:
+        super().__init__()
+        self.gather_output = gather_output
+        self.weight = nn.Parameter(torch.empty(4, 4))
+
+    def forward(self, x: Annotated[Tensor, R["tp"]]) -> ColOut:
+        out = F.linear(x, self.weight)
+        if self.gather_output:
+            return all_gather(out, "tp", src=S(-1), dst=I)  # OK
+        return out  # OK

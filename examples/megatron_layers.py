@@ -1,0 +1,225 @@
+"""Megatron-LM's ColumnParallelLinear and RowParallelLinear, with the flags that change their contracts.
+
+The two layers follow ``megatron/core/tensor_parallel/layers.py`` (megatron-core
+0.16.1), activations ``[sequence, batch, hidden]``.  Their SPMD contract on
+``tp`` depends on how each instance is built:
+
+=========================  ==================  ==========  ==========
+layer                      flags               input       output
+=========================  ==================  ==========  ==========
+ColumnParallelLinear       (defaults)          I           S(-1)
+ColumnParallelLinear       gather_output       I           I
+ColumnParallelLinear       sequence_parallel   S(0)        S(-1)
+ColumnParallelLinear       both                S(0)        I
+RowParallelLinear          input_is_parallel   S(-1)       I
+RowParallelLinear          + sequence_parallel S(-1)       S(0)
+RowParallelLinear          (input whole)       I           I
+=========================  ==================  ==========  ==========
+
+(Megatron refuses a whole input with sequence parallelism, so no overload
+builds it.)  Each layer is generic in its boundary types, each a type
+variable restricted to the types a flag chooses between, and has one
+``__init__`` overload per configuration (docs/adopting.md, "Contracts that
+depend on a flag").  mypy checks ``forward`` once per combination, with the
+plugin reading each flag as the literal of that configuration, so every
+branch is checked in the configuration where it runs, and each instance's
+calls are typed by the flags it was built with.
+
+The communication, and Megatron's name for it:
+
+* column, no sequence parallelism: ``reinterpret(x, I->R)``, nothing forward,
+  the input gradient all-reduced backward (the fused linear's
+  ``allreduce_dgrad``);
+* column, sequence parallel: ``all_gather(S(0)->R)`` of the tokens forward,
+  reduce-scatter of the input gradient backward (inside the fused linear);
+* ``gather_output``: ``all_gather(S(-1)->I)``, the features concatenated,
+  ``gather_from_tensor_model_parallel_region``;
+* row, whole input: ``convert(I->S(-1))``,
+  ``scatter_to_tensor_model_parallel_region``;
+* row output: ``all_reduce(P->I)`` (``reduce_from_tensor_model_parallel_region``)
+  or, sequence parallel, ``reduce_scatter(P->S(0))``
+  (``reduce_scatter_to_sequence_parallel_region``);
+* the row layer's bias is one tensor on every rank (``I``).  With sequence
+  parallelism it is added to the rank's own tokens, so the ranks' parts of
+  its gradient must be summed: Megatron marks it ``sequence_parallel`` and
+  all-reduces its gradient after backward; here ``reinterpret(bias, I->R)``
+  puts that all-reduce into the backward pass.
+
+Left out: ``skip_bias_add`` (the layers return the output alone, not
+Megatron's ``(output, bias)`` pair), ``runtime_gather_output`` (a flag of
+each call, which would need overloads of ``forward``), ``explicit_expert_comm``
+(the expert layers' own communication), weights passed to ``forward``, and
+the fused kernels' buffers and deferred weight gradients.
+
+``MegatronStack`` chains all seven configurations and ends in a GPT output
+layer (column parallel over the vocabulary, sequence parallel input) and
+the vocabulary-parallel loss of ``examples/vocab_parallel_cross_entropy.py``.
+It runs on 4 simulated ranks against the same chain of linear layers and
+plain cross entropy on one device::
+
+    python -m examples.megatron_layers
+
+Its buggy twins are ``examples/bugs/megatron_*``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Annotated, Generic, Literal, TypeVar, overload
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+import spmd_types as spmd
+from examples.comparison import ModuleExample
+from examples.vocab_parallel_cross_entropy import vocab_parallel_cross_entropy
+from spmd_types import I, P, R, S, Spmd, all_gather, all_reduce, axis_size, convert, reduce_scatter, reinterpret
+
+Whole = Spmd[Tensor, Literal["tp:I"]]  # the same tensor on every rank
+SeqSharded = Spmd[Tensor, Literal["tp:S(0)"]]  # sequence parallel: each rank has its slice of the tokens
+Sharded = Spmd[Tensor, Literal["tp:S(-1)"]]  # each rank has its slice of the features
+
+ColIn = TypeVar("ColIn", Whole, SeqSharded)  # sequence_parallel False / True
+ColOut = TypeVar("ColOut", Sharded, Whole)  # gather_output False / True
+RowIn = TypeVar("RowIn", Sharded, Whole)  # input_is_parallel True / False
+RowOut = TypeVar("RowOut", Whole, SeqSharded)  # sequence_parallel False / True
+
+
+class ColumnParallelLinear(nn.Module, Generic[ColIn, ColOut]):
+    """``Y = XA + b`` with ``A``'s output features (and ``b``) split over ``tp``."""
+
+    weight: Annotated[nn.Parameter, S["tp", 0]]  # [output_size / tp, input_size]
+    bias: Annotated[nn.Parameter, S["tp", 0]]  # [output_size / tp]
+
+    @overload
+    def __init__(self: ColumnParallelLinear[Whole, Sharded], input_size: int, output_size: int, *,
+                 gather_output: Literal[False] = ..., sequence_parallel: Literal[False] = ...) -> None: ...
+    @overload
+    def __init__(self: ColumnParallelLinear[Whole, Whole], input_size: int, output_size: int, *,
+                 gather_output: Literal[True], sequence_parallel: Literal[False] = ...) -> None: ...
+    @overload
+    def __init__(self: ColumnParallelLinear[SeqSharded, Sharded], input_size: int, output_size: int, *,
+                 gather_output: Literal[False] = ..., sequence_parallel: Literal[True]) -> None: ...
+    @overload
+    def __init__(self: ColumnParallelLinear[SeqSharded, Whole], input_size: int, output_size: int, *,
+                 gather_output: Literal[True], sequence_parallel: Literal[True]) -> None: ...
+    def __init__(self, input_size: int, output_size: int, *,
+                 gather_output: bool = False, sequence_parallel: bool = False) -> None:
+        super().__init__()
+        self.gather_output = gather_output
+        self.sequence_parallel = sequence_parallel
+        output_size_per_partition = output_size // axis_size("tp")
+        self.weight = nn.Parameter(torch.empty(output_size_per_partition, input_size))
+        self.bias = nn.Parameter(torch.empty(output_size_per_partition))
+
+    def forward(self, input_: ColIn) -> ColOut:
+        if self.sequence_parallel:
+            total_input = all_gather(input_, "tp", src=S(0), dst=R, gather_dim=0)
+        else:
+            total_input = reinterpret(input_, "tp", src=I, dst=R)
+        output_parallel = F.linear(total_input, self.weight, self.bias)
+        if self.gather_output:
+            return all_gather(output_parallel, "tp", src=S(-1), dst=I)
+        return output_parallel
+
+
+class RowParallelLinear(nn.Module, Generic[RowIn, RowOut]):
+    """``Y = XA + b`` with ``A``'s input features split over ``tp``; ``b`` whole on every rank."""
+
+    weight: Annotated[nn.Parameter, S["tp", 1]]  # [output_size, input_size / tp]
+    bias: Annotated[nn.Parameter, I["tp"]]  # [output_size]
+
+    @overload
+    def __init__(self: RowParallelLinear[Sharded, Whole], input_size: int, output_size: int, *,
+                 input_is_parallel: Literal[True], sequence_parallel: Literal[False] = ...) -> None: ...
+    @overload
+    def __init__(self: RowParallelLinear[Sharded, SeqSharded], input_size: int, output_size: int, *,
+                 input_is_parallel: Literal[True], sequence_parallel: Literal[True]) -> None: ...
+    @overload
+    def __init__(self: RowParallelLinear[Whole, Whole], input_size: int, output_size: int, *,
+                 input_is_parallel: Literal[False], sequence_parallel: Literal[False] = ...) -> None: ...
+    def __init__(self, input_size: int, output_size: int, *,
+                 input_is_parallel: bool, sequence_parallel: bool = False) -> None:
+        super().__init__()
+        if sequence_parallel and not input_is_parallel:
+            raise RuntimeError("To enable `sequence_parallel`, `input_is_parallel` must be `True`")
+        self.input_is_parallel = input_is_parallel
+        self.sequence_parallel = sequence_parallel
+        self.weight = nn.Parameter(torch.empty(output_size, input_size // axis_size("tp")))
+        self.bias = nn.Parameter(torch.empty(output_size))
+
+    def forward(self, input_: RowIn) -> RowOut:
+        if self.input_is_parallel:
+            input_parallel = input_
+        else:
+            input_parallel = convert(input_, "tp", src=I, dst=S(-1))
+        output_parallel = spmd.linear(input_parallel, self.weight, out_partial_axes="tp")
+        if self.sequence_parallel:
+            output_ = reduce_scatter(output_parallel, "tp", src=P, dst=S(0), scatter_dim=0)
+            return output_ + reinterpret(self.bias, "tp", src=I, dst=R)
+        return all_reduce(output_parallel, "tp", src=P, dst=I) + self.bias
+
+
+class MegatronStack(nn.Module):
+    """Every configuration of the two layers, chained, ending in a GPT output layer and its loss.
+
+    The input is sequence parallel, as a sequence-parallel embedding leaves
+    it; the middle is tensor parallel with whole activations between the
+    blocks; the end is sequence parallel again, and the output layer's
+    logits stay sharded over the vocabulary for the vocabulary-parallel loss.
+    """
+
+    def __init__(self, hidden: int, ffn: int, vocab: int) -> None:
+        super().__init__()
+        self.sp_gathered = ColumnParallelLinear(hidden, hidden, gather_output=True, sequence_parallel=True)
+        self.gathered = ColumnParallelLinear(hidden, hidden, gather_output=True)
+        self.scattered = RowParallelLinear(hidden, hidden, input_is_parallel=False)
+        self.fc1 = ColumnParallelLinear(hidden, ffn)
+        self.fc2 = RowParallelLinear(ffn, hidden, input_is_parallel=True)
+        self.sp_fc1 = ColumnParallelLinear(hidden, ffn, sequence_parallel=True)
+        self.sp_fc2 = RowParallelLinear(ffn, hidden, input_is_parallel=True, sequence_parallel=True)
+        self.output_layer = ColumnParallelLinear(hidden, vocab, sequence_parallel=True)
+
+    def forward(
+        self, x: Annotated[Tensor, S["tp", 0]], target: Annotated[Tensor, R["tp"]]
+    ) -> Annotated[Tensor, I["tp"]]:
+        h = self.scattered(self.gathered(self.sp_gathered(x)))
+        h = self.fc2(F.gelu(self.fc1(h)))
+        tokens = convert(h, "tp", src=I, dst=S(0))  # Megatron's scatter_to_sequence_parallel_region
+        tokens = self.sp_fc2(F.gelu(self.sp_fc1(tokens)))
+        return vocab_parallel_cross_entropy(self.output_layer(tokens), target)
+
+
+def reference(params: Mapping[str, Tensor], x: Tensor, target: Tensor) -> Tensor:
+    """The same chain on one device, with the full weights and biases, and plain cross entropy."""
+    h = linear(params, "scattered", linear(params, "gathered", linear(params, "sp_gathered", x)))
+    h = linear(params, "fc2", F.gelu(linear(params, "fc1", h)))
+    h = linear(params, "sp_fc2", F.gelu(linear(params, "sp_fc1", h)))
+    return token_losses(linear(params, "output_layer", h), target)
+
+
+def linear(params: Mapping[str, Tensor], name: str, x: Tensor) -> Tensor:
+    """Layer ``name`` on one device, from its full weight and bias."""
+    return F.linear(x, params[f"{name}.weight"], params[f"{name}.bias"])
+
+
+def token_losses(logits: Tensor, target: Tensor) -> Tensor:
+    """Cross entropy of every token on one device, shaped like ``target``."""
+    return F.cross_entropy(logits.flatten(0, -2), target.flatten(), reduction="none").view(target.shape)
+
+
+EXAMPLE = ModuleExample(
+    module=MegatronStack,
+    options={"hidden": 8, "ffn": 16, "vocab": 32},
+    mesh={"tp": 4},
+    inputs=lambda generator: (
+        torch.randn(8, 2, 8, generator=generator),  # [sequence, batch, hidden]
+        torch.randint(0, 32, (8, 2), generator=generator),
+    ),
+    reference=reference,
+)
+
+if __name__ == "__main__":
+    sys.exit(EXAMPLE.main())
