@@ -6,7 +6,10 @@ parameters declared in the class body; helpers keep theirs), run on the
 simulated mesh it names with only its top module's inputs typed, and
 re-annotated from what the run showed.  Every position must get back its
 original type, and the re-annotated file must type-check clean with mypy and
-the plugin.
+the plugin.  A layer whose contract depends on its flags (generic in its
+boundary types, as ``examples/megatron_layers.py``'s) is seen with different
+types by its instances: where they disagree, spmd-annotate must write nothing
+and say why.
 """
 
 from __future__ import annotations
@@ -47,17 +50,35 @@ def _round_trip(original: ModuleType, tmp: Path) -> tuple[ModuleType, ModuleType
     return stripped, load(path, f"reannotated_{name}"), [str(note) for note in observation.notes]
 
 
+def _modules(example: ModuleType) -> list[str]:
+    """The names of the example's own module classes."""
+    return [value.__name__ for value in vars(example).values()
+            if isinstance(value, type) and value.__module__ == example.__name__ and hasattr(value, "forward")]
+
+
+def _flag_generic(cls: type) -> bool:
+    """Whether ``cls`` is generic in its boundary types, which its flags choose per instance (docs/adopting.md)."""
+    return bool(getattr(cls, "__parameters__", ()))
+
+
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_an_example_round_trips(name: str, tmp_path: Path) -> None:
     original = EXAMPLES[name]
     stripped, again, notes = _round_trip(original, tmp_path)
-    classes = [value.__name__ for value in vars(original).values()
-               if isinstance(value, type) and value.__module__ == original.__name__ and hasattr(value, "forward")]
+    classes = _modules(original)
     assert classes
+    flag_generic = [cls for cls in classes if _flag_generic(getattr(original, cls))]
     for cls in classes:
         assert not declared(getattr(stripped, cls)), "the stripped example still declares types"
-        assert declared(getattr(again, cls)) == declared(getattr(original, cls)), notes
-    assert notes == []
+        if cls in flag_generic:
+            # Its instances have different contracts: where they disagree spmd-annotate says so and writes
+            # nothing, rather than one configuration's types; what it does write is the original's.
+            written, meant = declared(getattr(again, cls)), declared(getattr(original, cls))
+            assert all(meant.get(position) == spmd for position, spmd in written.items()), (written, notes)
+            assert any(note.startswith(f"{cls}.") for note in notes), notes
+        else:
+            assert declared(getattr(again, cls)) == declared(getattr(original, cls)), notes
+    assert [note for note in notes if not note.startswith(tuple(f"{cls}." for cls in flag_generic))] == []
     config = tmp_path / "mypy.ini"
     config.write_text(config_text({"mypy_path": f"{ROOT / 'stubs'}:{ROOT}"}))
     reports, raw = run_mypy([tmp_path / f"{name}.py"], config, tmp_path / "cache")
