@@ -12,7 +12,6 @@ is a checked cast point: ``x`` must fit the asserted type, which it then has.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Final
 
 from mypy.nodes import (
@@ -28,13 +27,13 @@ from mypy.nodes import (
     UnaryExpr,
 )
 from mypy.plugin import FunctionContext, MethodContext
-from mypy.types import AnyType, Instance, LiteralType, TupleType, Type, TypeOfAny, get_proper_type
+from mypy.types import Instance, TupleType, Type, get_proper_type
 
 from spmd_mypy import summation
+from spmd_mypy.axes import axis_name
 from spmd_mypy.boundaries import report_divergent
-from spmd_mypy.compat import final_str_value
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
-from spmd_mypy.fullnames import DEVICE_MESH, LOCAL_TYPE_MARKERS, SHARD_MARKERS, STR, spmd_function
+from spmd_mypy.fullnames import LOCAL_TYPE_MARKERS, SHARD_MARKERS, STR, spmd_function
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.source import source
@@ -81,7 +80,7 @@ def check_collective(session: Session, ctx: FunctionContext, call: str) -> Verdi
     x_expr, x_type = args.get("x", (None, None))
     if x_type is None:
         return Verdict()
-    axis, reason = _axes(ctx, args.get("axis"))
+    axis, reason = _axes(args.get("axis"))
     if axis is None:
         verdict = unknown_on(ctx, x_type, None)
         verdict.report([Violation(Code.AXIS, None, reason or "")], ctx.context, call)
@@ -149,10 +148,7 @@ def apply_call(
 
 def _replacing(violations: tuple[Violation, ...], call: str, written: str | None) -> tuple[Violation, ...]:
     """``violations`` with each fix that replaces ``call`` naming it as the source writes it, ``written``."""
-    if written is None:
-        return violations
-    return tuple(replace(v, fixes=tuple(replace(f, replaces=written) if f.replaces == call else f for f in v.fixes))
-                 for v in violations)
+    return violations if written is None else tuple(v.replacing(written, instead_of=call) for v in violations)
 
 
 def unknown_on(ctx: FunctionContext | MethodContext, x_type: Type, axis: str | tuple[str, ...] | None) -> Verdict:
@@ -210,9 +206,7 @@ def by_name(ctx: FunctionContext | MethodContext) -> dict[str, tuple[Expression,
     }
 
 
-def _axes(
-    ctx: FunctionContext, arg: tuple[Expression, Type] | None
-) -> tuple[str | tuple[str, ...] | None, str | None]:
+def _axes(arg: tuple[Expression, Type] | None) -> tuple[str | tuple[str, ...] | None, str | None]:
     """The mesh axis, or tuple of axes, an ``axis`` argument names; else ``None`` and why it cannot be read."""
     if arg is None:
         return None, _unknown_axis(arg)
@@ -221,42 +215,14 @@ def _axes(
     if isinstance(expr, TupleExpr) or isinstance(proper, TupleType):
         items = (list(zip(expr.items, proper.items)) if isinstance(expr, TupleExpr) and isinstance(proper, TupleType)
                  else [(expr, t) for t in proper.items] if isinstance(proper, TupleType) else [])
-        names = tuple(axis_name(ctx, item) for item in items)
+        names = tuple(axis_name(item) for item in items)
         if not names or any(name is None for name in names):
             return None, ("cannot tell which mesh axes this tuple names: write each as a string literal or a "
                           'Final str, e.g. ("dp", "cp")')
         axes, problem = flattened_axes(names)
         return axes, problem
-    axis = axis_name(ctx, arg)
+    axis = axis_name(arg)
     return axis, None if axis is not None else _unknown_axis(arg)
-
-
-def axis_name(ctx: FunctionContext, arg: tuple[Expression, Type] | None) -> str | None:
-    """The mesh axis one argument names: a string literal, a ``Final`` str, ``mesh["tp"]``, an ``Axis`` group."""
-    if arg is None:
-        return None
-    expr, typ = arg
-    if isinstance(expr, StrExpr):
-        return expr.value
-    if isinstance(expr, IndexExpr) and _is_device_mesh(typ):
-        return axis_name(ctx, (expr.index, AnyType(TypeOfAny.special_form)))  # mesh["tp"], a 1-D mesh of that axis
-    if isinstance(expr, RefExpr):
-        value = final_str_value(expr)
-        if value is not None:
-            return value
-    proper = get_proper_type(typ)
-    if isinstance(proper, LiteralType) and isinstance(proper.value, str):
-        return proper.value
-    if isinstance(proper, Instance) and proper.last_known_value is not None:
-        known = proper.last_known_value.value
-        if isinstance(known, str):
-            return known
-    return Encoder.read_axis(typ)
-
-
-def _is_device_mesh(typ: Type) -> bool:
-    proper = get_proper_type(typ)
-    return isinstance(proper, Instance) and proper.type.has_base(DEVICE_MESH)
 
 
 def _unknown_axis(arg: tuple[Expression, Type] | None) -> str:

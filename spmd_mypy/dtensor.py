@@ -25,7 +25,6 @@ result unknown and reports nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from mypy.nodes import (
     CallExpr,
@@ -109,7 +108,7 @@ def check_from_local_call(session: Session, ctx: MethodContext) -> Verdict:
     if isinstance(have, SpmdType) and not isinstance(grads, Unreadable):
         call = f"DTensor.from_local({{x}}, {_spell_mesh(mesh[0])}, {spell_placements(placements)}, grad_placements="
         found = check_from_local(have, layout, grads, lambda new: call + spell_placements(new) + ")")
-        violations = _replacing("from_local", found)
+        violations = tuple(v.replacing("from_local") for v in found)
         name = source(tensor[0])
         verdict.report(violations, ctx.context, "DTensor.from_local", (name,), name)
     return verdict
@@ -142,11 +141,11 @@ def check_to_local(session: Session, ctx: MethodContext) -> Verdict:
         return f"{{x}}.to_local(grad_placements={spell_placements(new)})"
 
     result, violations = to_local_type(layout, grads, respell)
-    violations = _replacing("to_local", violations)
+    violations = tuple(v.replacing("to_local") for v in violations)
     receiver = source(callee.expr)
 
     def retarget(violation: Violation, want: AxisType | None) -> Violation:
-        return _replacing("to_local", (retarget_to_local(violation, layout, grads, want, respell),))[0]
+        return retarget_to_local(violation, layout, grads, want, respell).replacing("to_local")
 
     verdict = Verdict(result=result, fit=True, producer=Producer(receiver, retarget))
     verdict.report(violations, ctx.context, "to_local", (receiver,), receiver)
@@ -203,10 +202,6 @@ def is_none(expr: Expression) -> bool:
     """Whether ``expr`` is the literal ``None``."""
     return isinstance(expr, RefExpr) and expr.fullname == NONE
 
-
-def _replacing(method: str, violations: Sequence[Violation]) -> tuple[Violation, ...]:
-    """``violations`` whose fixes are the call of ``method`` written anew: each replaces that call."""
-    return tuple(replace(v, fixes=tuple(replace(f, replaces=method) for f in v.fixes)) for v in violations)
 
 
 def _spell_mesh(expr: Expression) -> str:

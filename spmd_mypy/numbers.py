@@ -30,16 +30,16 @@ from mypy.nodes import (
     NameExpr,
     OpExpr,
     RefExpr,
-    StrExpr,
     TupleExpr,
     UnaryExpr,
     Var,
 )
 from mypy.plugin import CheckerPluginInterface
-from mypy.types import get_proper_type
+from mypy.types import AnyType, Type, TypeOfAny, get_proper_type
 
 from spmd_mypy import files
-from spmd_mypy.compat import expression_type, final_str_value
+from spmd_mypy.axes import axis_name
+from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Encoder, is_tensor
 from spmd_mypy.fullnames import AXIS_INDEX, NUMBERS, RANK_FUNCTIONS
 from spmd_mypy.report import spell
@@ -117,7 +117,7 @@ class NumberReader:
                 return read_out(tensor)
         name = callee.fullname if isinstance(callee, RefExpr) else None
         if name == AXIS_INDEX:
-            axis = _axis_name(call.args[0]) if call.args else None
+            axis = axis_name(self._argument(call.args[0])) if call.args else None
             return rank_index([axis]) if axis is not None else SpmdType()
         if name in RANK_GETTERS:
             return rank_index([self.session.options.library_axis(RANK_GETTERS[name])])
@@ -134,10 +134,13 @@ class NumberReader:
 
     def _rank_in_group(self, call: CallExpr) -> SpmdType:
         """``get_rank(group)``: ``V`` on the group's axis; without a readable group, unknown everywhere."""
-        group = call.args[0] if call.args else None
-        group_type = expression_type(self.api, group) if group is not None else None
+        group_type = expression_type(self.api, call.args[0]) if call.args else None
         axis = Encoder.read_axis(group_type) if group_type is not None else None
         return rank_index([axis]) if axis is not None else SpmdType()
+
+    def _argument(self, expr: Expression) -> tuple[Expression, Type]:
+        """``expr`` with the type mypy gave it (``Any`` where it has none yet)."""
+        return expr, expression_type(self.api, expr) or AnyType(TypeOfAny.special_form)
 
     def _combined(self, symbol: str, operands: list[Expression], at: Expression,
                   spelled: str | None = None) -> SpmdType | None:
@@ -183,12 +186,6 @@ class NumberReader:
 def _constant(t: SpmdType) -> bool:
     """Whether ``t`` is the same number on every rank: constant on every axis, and by default."""
     return isinstance(t.default, Constant) and all(isinstance(kind, Constant) for _, kind in t.items())
-
-
-def _axis_name(expr: Expression) -> str | None:
-    if isinstance(expr, StrExpr):
-        return expr.value
-    return final_str_value(expr) if isinstance(expr, RefExpr) else None
 
 
 def _spelled(symbol: str) -> str:

@@ -33,8 +33,8 @@ from mypy.plugin import AttributeContext, FunctionContext, FunctionSigContext, M
 from mypy.types import AnyType, FunctionLike, Instance, TupleType, Type, UnionType, get_proper_type
 
 from spmd_mypy import files
+from spmd_mypy.axes import axis_name
 from spmd_mypy.boundaries import has_spmd, report_divergent
-from spmd_mypy.collectives import axis_name
 from spmd_mypy.compat import container_elements, expression_type
 from spmd_mypy.encoding import Divergent, Encoder, plain_tensor
 from spmd_mypy.fullnames import LIST, TYPING_SEQUENCE, public_module_name, spmd_function
@@ -258,7 +258,7 @@ def _partial_axes(
                  for k, item in enumerate(expr.items)]
     else:
         items = [arg]
-    names = [axis_name(ctx, item) for item in items]
+    names = [axis_name(item) for item in items]
     if not all(isinstance(name, str) for name in names):
         return None, ("cannot tell which mesh axes out_partial_axes names: write them in the call, as a string "
                       'literal, a Final str, or a tuple of them (out_partial_axes=("dp", "tp"))')

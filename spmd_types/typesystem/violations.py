@@ -15,7 +15,7 @@ of its own from nothing but mypy's output.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Final
 
 from spmd_types.typesystem.codes import Code
@@ -114,6 +114,17 @@ class Violation:
     types: tuple[str, ...] = ()
     operands: tuple[int, ...] = ()
     fixes: tuple[Fix, ...] = field(default=())
+
+    def replacing(self, call: str, instead_of: str | None = None) -> Violation:
+        """This violation with each fix that replaces ``instead_of`` (each fix, when ``None``) replacing ``call``.
+
+        A fix written for a collective (``replacing the all_reduce call``) then
+        names the call as the source spells it (``dist_nn.all_reduce``), and a
+        fix that is a call written anew (``d.to_local(...)``) names the call
+        it takes the place of.
+        """
+        return replace(self, fixes=tuple(replace(f, replaces=call) if instead_of in (None, f.replaces) else f
+                                         for f in self.fixes))
 
     def render(self, where: str, operand_names: tuple[str | None, ...] = (), value: str | None = "x") -> str:
         """A one-line message: ``where``, the axis, the reason, the fixes (``str`` of :meth:`message`)."""

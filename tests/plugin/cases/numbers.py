@@ -11,8 +11,9 @@ from typing import Annotated
 
 import torch
 from torch import Tensor
+from torch.distributed import ProcessGroup
 
-from spmd_types import I, P, R, V, all_reduce, axis_index
+from spmd_types import Axis, I, P, R, V, all_reduce, axis_index
 
 
 def scaled_by_a_local_mean(x: Annotated[Tensor, V["tp"]], w: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, R["tp"]]:
@@ -85,3 +86,7 @@ def a_loop_counter_is_a_constant(w: Annotated[Tensor, R["tp"]], steps: int) -> A
     for step in range(steps):
         total = total + step
     return w * total  # OK
+
+
+def the_rank_on_a_group(pos: Annotated[Tensor, R["cp"]], cp: Annotated[ProcessGroup, Axis["cp"]]) -> Annotated[Tensor, R["cp"]]:
+    return pos[axis_index(cp)]  # E: [spmd-boundary] return value on axis 'cp': expected R, got V
