@@ -326,8 +326,8 @@ def fit_declared(
     if context_type is None:
         return result
     expected = _optional_item(context_type)
-    if context_type is declared_result:
-        where = RETURN_VALUE
+    if context_type is declared_result or (declared_result is not None and files.is_returned(session, api, context)):
+        where = RETURN_VALUE  # the second: a copy of a method for a value of its class's type variable
     elif _is_declaration(expected) and not files.assigned_to_inferred(session, api, context):
         where = "value of a declared type"
     else:

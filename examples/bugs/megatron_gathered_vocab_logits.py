@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Annotated
 
+import torch
 from torch import Tensor, nn
 
 from examples import megatron_layers as ml
@@ -50,7 +51,16 @@ def reference(params: Mapping[str, Tensor], hidden: Tensor, target: Tensor) -> T
     return ml.token_losses(ml.linear(params, "output_layer", hidden), target)
 
 
-EXAMPLE = replace(ml.EXAMPLE, module=OutputLayerWithGatheredLogits, options={"hidden": 8, "vocab": 32}, reference=reference)
+EXAMPLE = replace(
+    ml.EXAMPLE,
+    module=OutputLayerWithGatheredLogits,
+    options={"hidden": 8, "vocab": 32},
+    inputs=lambda generator: (
+        torch.randn(8, 2, 8, generator=generator),  # [sequence, batch, hidden]
+        torch.randint(0, 32, (8, 2), generator=generator),
+    ),
+    reference=reference,
+)
 # what the simulated run gets wrong
 WRONG = ("output", "grad output_layer.weight", "grad output_layer.bias", "grad hidden (input)")
 

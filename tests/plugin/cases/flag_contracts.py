@@ -149,7 +149,7 @@ class UnguardedColumn(nn.Module, Generic[ColOut]):
     def forward(self, out: Annotated[Tensor, V["tp"]]) -> ColOut:
         reveal_type(self.gather_output)  # N: Literal[True] # N: Literal[False]
         if self.gather:
-            return all_gather(out, "tp", src=V, dst=I, gather_dim=-1)  # E@recommended: [spmd-boundary] on axis 'tp': expected S(-1), got I
+            return all_gather(out, "tp", src=V, dst=I, gather_dim=-1)  # E: [spmd-boundary] on axis 'tp': expected S(-1), got I
         return out  # E: [return-value]
 
 
