@@ -53,9 +53,15 @@ The communication, and Megatron's name for it:
   ``reduce_scatter_embeddings``, the ``[b, s, h]`` lookup transposed to
   ``[s, b, h]`` and ``reduce_scatter(P->S(0))``.
 
+``ColumnParallelLinear.forward`` also takes Megatron's per-call flag
+``runtime_gather_output``, which overrides ``gather_output`` for one call:
+``forward`` has one overload per value (``None``: the layer's own flag,
+``ColOut``; ``True``: ``I``; ``False``: ``S(-1)``), and the plugin types each
+call of the layer by the overload its literal picks.  The implementation is
+checked against the union of the overloads' results.
+
 Left out: ``skip_bias_add`` (the layers return the output alone, not
-Megatron's ``(output, bias)`` pair), ``runtime_gather_output`` (a flag of
-each call, which would need overloads of ``forward``), ``explicit_expert_comm``
+Megatron's ``(output, bias)`` pair), ``explicit_expert_comm``
 (the expert layers' own communication), weights passed to ``forward``,
 the fused kernels' buffers and deferred weight gradients, and the
 embedding's ``tp == 1`` shortcut (it skips the masking, which is also
@@ -126,15 +132,30 @@ class ColumnParallelLinear(nn.Module, Generic[ColIn, ColOut]):
         self.weight = nn.Parameter(torch.empty(output_size_per_partition, input_size))
         self.bias = nn.Parameter(torch.empty(output_size_per_partition))
 
-    def forward(self, input_: ColIn) -> ColOut:
+    @overload
+    def forward(self, input_: ColIn, runtime_gather_output: None = ...) -> ColOut: ...
+    @overload
+    def forward(self, input_: ColIn, runtime_gather_output: Literal[True]) -> Whole: ...
+    @overload
+    def forward(self, input_: ColIn, runtime_gather_output: Literal[False]) -> Sharded: ...
+    def forward(self, input_: ColIn, runtime_gather_output: bool | None = None) -> Sharded | Whole:
+        output_parallel = self._forward_impl(input_)
+        gather_output: bool = self.gather_output
+        if runtime_gather_output is not None:  # a flag of the call overrides the layer's
+            gather_output = runtime_gather_output
+        if gather_output:
+            output = all_gather(output_parallel, "tp", src=S(-1), dst=I)
+        else:
+            output = output_parallel
+        return output
+
+    def _forward_impl(self, input_: ColIn) -> Sharded:
+        """The fused linear (``linear_with_grad_accumulation_and_async_allreduce``) and its communication."""
         if self.sequence_parallel:
             total_input = all_gather(input_, "tp", src=S(0), dst=R, gather_dim=0)
         else:
-            total_input = reinterpret(input_, "tp", src=I, dst=R)
-        output_parallel = F.linear(total_input, self.weight, self.bias)
-        if self.gather_output:
-            return all_gather(output_parallel, "tp", src=S(-1), dst=I)
-        return output_parallel
+            total_input = reinterpret(input_, "tp", src=I, dst=R)  # allreduce_dgrad
+        return F.linear(total_input, self.weight, self.bias)
 
 
 class RowParallelLinear(nn.Module, Generic[RowIn, RowOut]):

@@ -5,7 +5,8 @@ A GPT model's output layer is column parallel over the vocabulary, and its
 logits must stay sharded for ``vocab_parallel_cross_entropy``, which sums
 ``exp`` over each rank's slice and finds each target on the rank that owns it.
 Gathering them (``gather_output=True`` at construction, or Megatron's
-``runtime_gather_output=True`` at the call) gives every rank the whole
+``runtime_gather_output=True`` at the call: the twin
+``megatron_runtime_gathered_vocab_logits``) gives every rank the whole
 vocabulary: the loss then counts every entry ``tp`` times in its normalizer
 and is off by ``log(tp)``.  The gradient is wrong too: each rank's gradient
 of the whole logits differs (every target is found on rank 0 only), and the
