@@ -163,9 +163,10 @@ def _relaxed(session: Session, call: Context, signature: FunctionLike) -> Functi
 
 def check_call(session: Session, ctx: FunctionContext | MethodContext, callee: str) -> Verdict:
     """A call of a declared callable: each argument fits its parameter; the result is a value like any other."""
-    verdict = Verdict(returns=_as_computed(session, ctx.api, ctx.default_return_type), fit=True)
     declared = session.relaxed.get(ctx.context)
     overloaded = isinstance(declared, Overloaded)
+    verdict = Verdict(returns=_as_computed(session, ctx.api, ctx.default_return_type), fit=True,
+                      speculative=overloaded)
     if isinstance(declared, Overloaded):
         # mypy tries the items one by one, each time calling this hook: keep the overloads for the next try,
         # and report past mypy's filter of the tries, so that an SPMD error does not make it try another item.

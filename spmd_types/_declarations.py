@@ -160,15 +160,16 @@ class Declarations:
 class Configurations:
     """The constructor overloads of a class generic in its SPMD types, read at run time.
 
-    Each row says which flag values (``gather_output: Literal[True]``) give
-    which type arguments (the overload's ``self: ColumnParallelLinear[Whole]``);
-    an instance's flags, stored under the parameters' names, pick its row, as
-    the plugin reads them (``spmd_mypy.flags``).  Python 3.10 keeps no
+    Each row says which flag values (``gather_output: Literal[True]``, or a
+    submodule present or ``None``) give which type arguments (the overload's
+    ``self: ColumnParallelLinear[Whole]``); an instance's flags, stored under
+    the parameters' names, pick its row, as the plugin reads them
+    (``spmd_mypy.flags``).  Python 3.10 keeps no
     overloads at run time: there no class has any.
     """
 
     variables: tuple[object, ...]
-    rows: tuple[tuple[dict[str, tuple[object, ...]], tuple[object, ...]], ...]
+    rows: tuple[tuple[dict[str, tuple[object, ...] | None], tuple[object, ...]], ...]
 
     @staticmethod
     def of(cls: type) -> Configurations | None:
@@ -178,22 +179,36 @@ class Configurations:
         variables = tuple(getattr(owner, "__parameters__", ()))
         if get_overloads is None or owner is None or not variables:
             return None
-        rows = []
+        overloads = []
         for overload in get_overloads(vars(owner)["__init__"]):
             hints = annotations_of(overload)
-            arguments = typing.get_args(hints.get("self"))
-            flags = {name: typing.get_args(hint) for name, hint in hints.items()
-                     if typing.get_origin(hint) is typing.Literal}
-            if len(arguments) == len(variables) and flags:
-                rows.append((flags, arguments))
-        return Configurations(variables, tuple(rows)) if rows else None
+            arguments = typing.get_args(hints.pop("self", None))
+            hints.pop("return", None)
+            overloads.append((hints, arguments))
+        flags = {name for hints, _ in overloads for name, hint in hints.items() if _values(hint) is not None}
+        rows = tuple(({name: _values(hints[name]) for name in flags if name in hints}, arguments)
+                     for hints, arguments in overloads if len(arguments) == len(variables))
+        return Configurations(variables, rows) if flags and rows else None
 
     def arguments(self, instance: object) -> dict[object, object]:
         """The type arguments ``instance`` was built with, by type variable (empty: no overload matches)."""
         for flags, arguments in self.rows:
-            if all(getattr(instance, name, _UNSET) in values for name, values in flags.items()):
+            if all(_holds(getattr(instance, name, _UNSET), values) for name, values in flags.items()):
                 return dict(zip(self.variables, arguments))
         return {}
+
+_SET: Final = None  # a flag's values in an overload that types it with a class: any value but None
+
+
+def _values(hint: object) -> tuple[object, ...] | None:
+    """The values a flag parameter typed ``hint`` takes: a literal's, ``(None,)``, or ``None`` for any but None."""
+    if typing.get_origin(hint) is typing.Literal:
+        return typing.get_args(hint)
+    return (None,) if hint is None or hint is type(None) else None
+
+
+def _holds(value: object, values: tuple[object, ...] | None) -> bool:
+    return value is not None and value is not _UNSET if values is None else value in values
 
 
 _UNSET: Final = object()

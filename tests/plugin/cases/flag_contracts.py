@@ -197,6 +197,44 @@ def per_call(h: Annotated[Tensor, I["tp"]], s: Annotated[Tensor, S["tp", 0]], fl
     hidden(s, runtime_gather_output=True)  # E: [spmd-boundary] argument "x" of "RuntimeGatheredColumn.forward" on axis 'tp': expected I, got S(0)
     hidden(h, flag)  # E: [call-overload]
 
+# -- A submodule that some configurations lack (torchtitan's pipeline stages): typed None in their overloads, it
+# is a flag too, read as present or None in each copy of forward.
+
+Ids = Spmd[Tensor, Literal["tp:R"]]
+StageIn = TypeVar("StageIn", Ids, Whole)
+
+
+class Embed(nn.Module):
+    def forward(self, ids: Ids) -> Whole:
+        raise NotImplementedError
+
+
+class Stage(nn.Module, Generic[StageIn]):
+    @overload
+    def __init__(self: "Stage[Ids]", embed: Embed) -> None: ...
+    @overload
+    def __init__(self: "Stage[Whole]", embed: None) -> None: ...
+    def __init__(self, embed: Embed | None) -> None:
+        super().__init__()
+        self.embed = embed
+
+    def forward(self, tokens: StageIn) -> Whole:
+        reveal_type(self.embed)  # N: Embed # N: None
+        return self.embed(tokens) if self.embed is not None else tokens  # OK
+
+
+class ForgetfulStage(Stage[StageIn]):
+    def forward(self, tokens: StageIn) -> Whole:
+        return tokens  # E: [return-value]
+
+
+def stages(ids: Annotated[Tensor, R["tp"]], h: Annotated[Tensor, I["tp"]]) -> None:
+    first, later = Stage(Embed()), Stage(None)
+    reveal_type(first.embed)  # N: Embed
+    reveal_type(later.embed)  # N: None
+    later(h)  # OK
+    first(h)  # E: [spmd-boundary] argument "tokens" of "Stage.forward" on axis 'tp': expected R, got I
+
 # -- Size-1 axes: on one rank every collective is the identity, and the axis's types coincide.
 
 
