@@ -89,7 +89,7 @@ class RMSNorm(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(dim))
 
-    def forward(self, x: Hidden) -> Hidden:
+    def forward(self, x: Annotated[Tensor, I["tp"]]) -> Annotated[Tensor, I["tp"]]:
         return F.rms_norm(x, self.weight.shape, self.weight, eps=1e-6)
 
 
@@ -102,7 +102,7 @@ class TransformerBlock(nn.Module):
         self.w1 = ml.ColumnParallelLinear(dim, ffn)
         self.w2 = ml.RowParallelLinear(ffn, dim, input_is_parallel=True)
 
-    def forward(self, x: Hidden) -> Hidden:
+    def forward(self, x: Annotated[Tensor, I["tp"]]) -> Annotated[Tensor, I["tp"]]:
         return x + self.w2(F.silu(self.w1(self.ffn_norm(x))))
 
 
