@@ -29,6 +29,7 @@ __all__ = [
     "FALSE",
     "GROUP_RECEIVERS",
     "INIT_DEVICE_MESH",
+    "LEN",
     "LIST",
     "LITERAL",
     "LOCAL_MAP",
@@ -214,6 +215,7 @@ def method_of(fullname: str) -> tuple[str, str]:
 
 STR: Final = "builtins.str"
 LIST: Final = "builtins.list"
+LEN: Final = "builtins.len"
 BUILTIN_SUM: Final = "builtins.sum"
 TRUE: Final = "builtins.True"
 FALSE: Final = "builtins.False"

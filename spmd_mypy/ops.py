@@ -66,6 +66,7 @@ from spmd_types.typesystem import (
     display_name,
     lookup,
     method_name,
+    on_a_length,
     partial_axes,
 )
 
@@ -374,7 +375,8 @@ def _apply(
                            args=arguments.literals)
     else:
         outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
-    verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
+    violations = tuple(_on_lengths(v, arguments) for v in outcome.violations)
+    verdict.report(violations, ctx.context, where, arguments.spelled, speculative=speculative)
     if not returns_tensor:
         return verdict
     result = outcome.result
@@ -388,6 +390,12 @@ def _apply(
         verdict.report(writes, out, f"{display_name(name)}(out=...)", value=source(out))
     verdict.result, verdict.fit = result, True
     return verdict
+
+
+def _on_lengths(violation: Violation, arguments: Arguments) -> Violation:
+    """``violation``, said to involve a shard's length where one of its operands is one (see the core's numbers)."""
+    lengths = [arguments.spelled[k] for k in violation.operands if k in arguments.lengths]
+    return on_a_length(violation, lengths[0] or "the number") if lengths else violation
 
 
 def _receiver(context: Context, method: str) -> Expression | None:

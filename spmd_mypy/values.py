@@ -70,6 +70,7 @@ class Arguments:
     expressions: dict[str, Expression] = field(default_factory=dict)
     literals: dict[str, object] = field(default_factory=dict)
     typed: bool = False  # whether some operand has an SPMD type
+    lengths: set[int] = field(default_factory=set)  # the operands that are a shard's length (x.shape[0])
 
     def add(self, param: str, spmd: SpmdType, spelled: str | None, ndim: int | None = None) -> None:
         self.operands.append(Operand(param, spmd, ndim))
@@ -148,6 +149,8 @@ def _read_value(
     for value, spmd in dependent:  # a number that depends on the rank: an operand, also as a position
         if param in mentioned or param in POSITIONS:
             out.typed = True
+            if numbers is not None and numbers.involves_length(value):
+                out.lengths.add(len(out.operands))
             out.add(param, spmd, source(value), ndim=0)
     if param in mentioned and number:
         if not dependent:

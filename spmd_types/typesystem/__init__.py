@@ -128,6 +128,10 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.loss import check_backward as check_backward
     from spmd_types.typesystem.numbers import NUMBER_OPERATORS as NUMBER_OPERATORS
     from spmd_types.typesystem.numbers import arithmetic as arithmetic
+    from spmd_types.typesystem.numbers import element_count as element_count
+    from spmd_types.typesystem.numbers import global_length as global_length
+    from spmd_types.typesystem.numbers import length as length
+    from spmd_types.typesystem.numbers import on_a_length as on_a_length
     from spmd_types.typesystem.numbers import rank_index as rank_index
     from spmd_types.typesystem.numbers import read_out as read_out
     from spmd_types.typesystem.numbers import through_function as through_function
@@ -237,7 +241,8 @@ _DEFINED_IN: dict[str, str] = {
     ),
     **dict.fromkeys(("AUTOGRAD_FUNCTIONS", "check_backward",), "loss"),
     **dict.fromkeys(
-        ("NUMBER_OPERATORS", "arithmetic", "rank_index", "read_out", "through_function"), "numbers"
+        ("NUMBER_OPERATORS", "arithmetic", "element_count", "global_length", "length", "on_a_length", "rank_index",
+         "read_out", "through_function"), "numbers"
     ),
     **dict.fromkeys(
         ("BUILTIN_SUM", "MODULE_OPS", "MODULE_PARAMETERS", "NONLINEAR", "OPERATOR_SYMBOLS", "OPS", "OpRule", "Result",
