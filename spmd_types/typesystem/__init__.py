@@ -144,10 +144,12 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.ops import TENSOR_PROPERTIES as TENSOR_PROPERTIES
     from spmd_types.typesystem.ops import OpRule as OpRule
     from spmd_types.typesystem.ops import Result as Result
+    from spmd_types.typesystem.ops import absorbed as absorbed
     from spmd_types.typesystem.ops import canonical_param as canonical_param
     from spmd_types.typesystem.ops import display_name as display_name
     from spmd_types.typesystem.ops import lookup as lookup
     from spmd_types.typesystem.ops import method_name as method_name
+    from spmd_types.typesystem.ops import passed_literal as passed_literal
     from spmd_types.typesystem.partial_outputs import PARTIAL_OUTPUT_FUNCTIONS as PARTIAL_OUTPUT_FUNCTIONS
     from spmd_types.typesystem.partial_outputs import PartialOutputFunction as PartialOutputFunction
     from spmd_types.typesystem.partial_outputs import check_partial_output as check_partial_output
@@ -246,7 +248,8 @@ _DEFINED_IN: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("BUILTIN_SUM", "MODULE_OPS", "MODULE_PARAMETERS", "NONLINEAR", "OPERATOR_SYMBOLS", "OPS", "OpRule", "Result",
-         "TENSOR_PROPERTIES", "canonical_param", "display_name", "lookup", "method_name"),
+         "TENSOR_PROPERTIES", "absorbed", "canonical_param", "display_name", "lookup", "method_name",
+         "passed_literal"),
         "ops",
     ),
     **dict.fromkeys(

@@ -108,7 +108,8 @@ class _Roles:
 
 
 def _roles(rule: OpRule, params: Sequence[str], passed: Collection[str]) -> _Roles:
-    linear_op = bool(rule.terms) and not any(name in passed for name in rule.nonlinear_if)
+    linear_op = bool(rule.terms) and not any(name in passed for name in rule.nonlinear_if) and (
+        not rule.linear_only_with or any(name in passed for name in rule.linear_only_with))
     selectors = tuple(k for k, name in enumerate(params) if name in rule.selectors)
     active = [k for k, name in enumerate(params) if name not in rule.ignored and k not in selectors]
     if not linear_op:

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from dataclasses import dataclass
 from typing import Final
 
@@ -47,10 +48,12 @@ __all__ = [
     "TENSOR_PROPERTIES",
     "OpRule",
     "Result",
+    "absorbed",
     "canonical_param",
     "display_name",
     "lookup",
     "method_name",
+    "passed_literal",
 ]
 
 
@@ -88,6 +91,12 @@ class OpRule:
     product rather than separate summands.
     ``result``: what the result is made of.
     ``inplace``: the op writes its result into ``input`` (or ``out=``).
+    ``fills``: arguments whose value is written at selected positions
+    (``masked_fill``'s ``value``); an infinite number there leaves the join
+    (:func:`absorbed`).
+    ``linear_only_with``: where not empty, the op is linear only when one of
+    these ``name=value`` literal arguments is given (:func:`passed_literal`:
+    ``scatter_reduce`` with ``reduce="sum"``), else non-linear.
     """
 
     terms: tuple[tuple[str, ...], ...] = ()
@@ -98,6 +107,8 @@ class OpRule:
     sequence_product: bool = False
     result: Result = Result.JOIN
     inplace: bool = False
+    fills: tuple[str, ...] = ()
+    linear_only_with: tuple[str, ...] = ()
 
     @property
     def makes_constants(self) -> bool:
@@ -138,6 +149,25 @@ def method_name(method: str) -> str:
 
 TENSOR_PROPERTIES: Final = ("T", "mT", "H", "mH", "real", "imag")
 """The tensor attributes that are ops (``x.T``), each with a rule under its :func:`method_name`."""
+
+
+def absorbed(rule: OpRule, param: str, value: float) -> bool:
+    """Whether the Python number ``value``, given as ``param`` of an op with ``rule``, leaves the op's join.
+
+    An infinity written at selected positions (``masked_fill(p, mask,
+    float("-inf"))``, ``where(mask, p, -inf)``) fits a pending sum: every rank
+    writes it at the same positions (the mask is the same on every rank, or
+    the join reports it), and the sum of the ranks' infinities there is the
+    same infinity, as on one device.  A finite value would be counted once per
+    rank.  The number contributes no type, so with a constant input the result
+    is weak, not zero.
+    """
+    return param in rule.fills and value in (math.inf, -math.inf)
+
+
+def passed_literal(param: str, value: str) -> str:
+    """How a string argument given literally is named among the passed arguments (see ``linear_only_with``)."""
+    return f"{param}={value}"
 
 
 def canonical_param(name: str) -> str:
@@ -211,15 +241,19 @@ _FUNCTION_AND_METHOD: Final[dict[str, OpRule]] = {
 
     # Sums: each argument is a summand (alpha/value scale a term, which keeps it linear).
     **dict.fromkeys(("add", "sub", "subtract"), _linear("input", "other")),
-    "where": _linear("input", "other", selectors=("condition",)),
-    "masked_fill": _linear("input", "value", selectors=("mask",)),
+    "where": dataclasses.replace(_linear("input", "other", selectors=("condition",)), fills=("input", "other")),
+    "masked_fill": dataclasses.replace(_linear("input", "value", selectors=("mask",)), fills=("value",)),
     "masked_scatter": _linear("input", "source", selectors=("mask",)),
-    "index_fill": _linear("input", "value", selectors=("index",)),
+    "index_fill": dataclasses.replace(_linear("input", "value", selectors=("index",)), fills=("value",)),
     "index_add": _linear("input", "source", selectors=("index",)),
     "index_copy": _linear("input", "source", selectors=("index",)),
     "index_put": _linear("input", "values", selectors=("indices",)),
     "scatter": _linear("input", "src", "value", selectors=("index",), nonlinear_if=("reduce",)),
     "scatter_add": _linear("input", "src", selectors=("index",)),
+    # Linear where the reduction is: each output element is its input's, or a sum (or mean) over the index,
+    # which every rank takes alike.
+    "scatter_reduce": dataclasses.replace(_linear("input", "src", selectors=("index",)),
+                                          linear_only_with=("reduce=sum", "reduce=mean")),
     "lerp": _linear("input", "end", nonlinear=("weight",)),
     "diff": _linear("input", "prepend", "append"),
     # Selections: linear in the data, not in the index.
@@ -346,7 +380,7 @@ _FUNCTIONAL: Final[dict[str, OpRule]] = {
 _INPLACE_VARIANTS: Final = (
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "neg", "negative",
     "masked_fill", "masked_scatter", "index_fill", "index_add", "index_copy", "index_put", "scatter",
-    "scatter_add", "lerp", "addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv",
+    "scatter_add", "scatter_reduce", "lerp", "addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv",
     "squeeze", "unsqueeze", "transpose", "t", "swapaxes", "swapdims", "tril", "triu", "cumsum",
 )
 

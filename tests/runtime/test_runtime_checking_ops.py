@@ -263,3 +263,19 @@ def test_a_shard_on_another_dim_does_not_fit_the_declaration() -> None:
             rows(typed(S["tp", 0], shape=(4, 3)))
     assert caught.value.code == "spmd-boundary"
     assert "expected S(0), got S(1)" in str(caught.value)
+
+
+def test_an_infinite_fill_and_a_summing_scatter_fit_a_partial_sum() -> None:
+    """As for the plugin (tests/plugin/cases/ops_fills_and_scatters.py)."""
+    with spmd.runtime_checking() as tracker:
+        p, r = typed(P["tp"]), typed(R["tp"])
+        index = torch.zeros(4, 4, dtype=torch.long)
+        assert tracker.type_of(p.masked_fill(r > 0, float("-inf"))) == parse("tp:P")
+        assert tracker.type_of(torch.where(r > 0, p, float("inf"))) == parse("tp:P")
+        assert tracker.type_of(p.scatter_reduce(0, index, p, reduce="sum")) == parse("tp:P")
+        assert tracker.type_of(torch.zeros(4).masked_fill(torch.ones(4) > 0, float("-inf"))) == SpmdType(
+            default=spmd.typesystem.WEAK)  # an infinity is no zero
+        for wrong in (lambda: p.masked_fill(r > 0, -1e4), lambda: p.scatter_reduce(0, index, p, reduce="amax")):
+            with pytest.raises(spmd.SpmdTypeCheckError) as caught:
+                wrong()
+            assert caught.value.code == "spmd-partial"
