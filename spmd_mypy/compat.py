@@ -45,6 +45,7 @@ from mypy.nodes import (
     MypyFile,
     NameExpr,
     Node,
+    OperatorAssignmentStmt,
     RaiseStmt,
     RefExpr,
     ReturnStmt,
@@ -226,7 +227,7 @@ def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
 def buffers_written_in_place(tree: MypyFile) -> set[Expression]:
     """The values first assigned to a variable that its function then writes in place.
 
-    ``buf = torch.zeros(n)`` followed by ``buf[i] = c``, ``buf.add_(x)``,
+    ``buf = torch.zeros(n)`` followed by ``buf[i] = c``, ``buf.add_(x)``, ``buf += x``,
     ``buf.copy_(y)`` or ``torch.cumsum(x, 0, out=buf)``: what ``buf`` holds
     later is not the constant it started as, and mypy keeps one type for the
     variable whatever is written into it.
@@ -328,6 +329,8 @@ def _written_names(node: Node) -> Iterator[str]:
                 target = target.base if isinstance(target, IndexExpr) else target.expr
                 if isinstance(target, NameExpr):
                     yield target.name
+    elif isinstance(node, OperatorAssignmentStmt) and isinstance(node.lvalue, NameExpr):
+        yield node.lvalue.name  # buf += x
     elif isinstance(node, ExpressionStmt) and isinstance(node.expr, CallExpr):
         call = node.expr
         callee = call.callee

@@ -68,6 +68,7 @@ from spmd_types.typesystem import (
     method_name,
     on_a_length,
     partial_axes,
+    written_buffer,
 )
 
 __all__ = [
@@ -381,7 +382,7 @@ def _apply(
         return verdict
     result = outcome.result
     if constant and files.is_written_later(session, ctx.api, ctx.context):
-        result = UNKNOWN  # a zeros buffer filled in place later holds what is written, not zeros
+        result = written_buffer(result)  # what it holds once written into
     out = arguments.expressions.get("out")
     out_type = expression_type(ctx.api, out) if out is not None else None
     target = Encoder.read(out_type) if out_type is not None else None

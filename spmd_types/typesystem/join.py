@@ -53,7 +53,7 @@ from spmd_types.typesystem.violations import Code, Fix, Violation
 
 __all__ = [
     "OpOutcome", "Operand", "apply_op", "check_fits", "check_fits_one_of", "check_group", "fits", "merge_paths",
-    "paths_disagree",
+    "paths_disagree", "written_buffer",
 ]
 
 
@@ -178,9 +178,18 @@ def apply_op(
             result = _variable(result)
     if rule.inplace and "input" in params:
         target = types[params.index("input")]
+        if _constant(target):
+            # A buffer of constants written in place stays what it was made as (see written_buffer): a
+            # collective on what is written cannot make it fit, computing out of place can.
+            violations = tuple(replace(v, fixes=(), reason=f"{v.reason}, written into a buffer of constants: "
+                                                           "compute it out of place") for v in violations)
         violations += check_fits(result, target, code=Code.INPLACE)
         result = target
     return OpOutcome(result, violations)
+
+
+def _constant(t: SpmdType) -> bool:
+    return isinstance(t.default, Constant) and all(isinstance(kind, Constant) for _, kind in t.items())
 
 
 def _join(roles: _Roles, types: Sequence[SpmdType]) -> tuple[SpmdType, tuple[Violation, ...]]:
@@ -502,6 +511,19 @@ def check_group(value_axis: str, declared_axis: str) -> tuple[Violation, ...]:
 
 
 # -- values that depend on the path taken ---------------------------------------------
+
+
+def written_buffer(t: SpmdType) -> SpmdType:
+    """The type of a buffer made as a constant of type ``t`` that its function then writes in place.
+
+    mypy keeps one type for the variable, whatever is written into it later.
+    A buffer of zeros (``acc = torch.zeros(())``, ``acc += loss``) holds what is
+    written, which may be anything a zero fits, so it is unknown.  A buffer of
+    other constants (``torch.ones``, ``torch.tensor(1.0)``) keeps their type,
+    which what is written must fit: a pending sum added to a one would count
+    the one once per rank.
+    """
+    return UNKNOWN if t.default is ZERO and all(kind is ZERO for _, kind in t.items()) else t
 
 
 def merge_paths(types: Collection[SpmdType]) -> SpmdType | None:
