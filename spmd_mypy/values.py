@@ -110,6 +110,8 @@ def read_arguments(
     out = Arguments()
     if receiver is not None:
         typ, expr = receiver
+        if expr is not None:
+            out.expressions["input"] = expr
         _read_value(api, out, "input", typ, expr, rule, numbers)
     for name, types, exprs in zip(formal_names, arg_types, args):
         param = canonical_param(name or "")

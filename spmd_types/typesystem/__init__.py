@@ -93,6 +93,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.join import fits as fits
     from spmd_types.typesystem.join import merge_paths as merge_paths
     from spmd_types.typesystem.join import paths_disagree as paths_disagree
+    from spmd_types.typesystem.join import writes_through as writes_through
     from spmd_types.typesystem.join import written_buffer as written_buffer
     from spmd_types.typesystem.layout import Digit as Digit
     from spmd_types.typesystem.layout import Reorder as Reorder
@@ -228,7 +229,7 @@ _DEFINED_IN: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("OpOutcome", "Operand", "apply_op", "check_fits", "check_fits_one_of", "check_group", "fits", "merge_paths",
-         "paths_disagree", "written_buffer"),
+         "paths_disagree", "writes_through", "written_buffer"),
         "join",
     ),
     **dict.fromkeys(

@@ -53,7 +53,7 @@ from spmd_types.typesystem.violations import Code, Fix, Violation
 
 __all__ = [
     "OpOutcome", "Operand", "apply_op", "check_fits", "check_fits_one_of", "check_group", "fits", "merge_paths",
-    "paths_disagree", "written_buffer",
+    "paths_disagree", "writes_through", "written_buffer",
 ]
 
 
@@ -511,6 +511,23 @@ def check_group(value_axis: str, declared_axis: str) -> tuple[Violation, ...]:
 
 
 # -- values that depend on the path taken ---------------------------------------------
+
+
+def writes_through(rule: OpRule, operands: Sequence[Operand], source: SpmdType, *, autograd: bool = True
+                   ) -> tuple[Violation, ...]:
+    """The violations of in-place op ``rule`` whose target shares its storage with a tensor of type ``source``.
+
+    ``y = reinterpret(x, "tp", src=R, dst=V)`` is ``x`` itself (where
+    ``convert`` copies): writing into ``y`` writes into ``x`` too, so what is
+    written must fit ``x``'s type as well (``y += v`` would leave ``x``
+    declared ``R`` but different on every rank).  The target's own data is
+    the source's, so it takes part as ``source`` (``y.mul_(2)`` writes ``2 x``).
+    """
+    as_source = [replace(o, type=source) if canonical_param(o.param) == "input" else o for o in operands]
+    written = apply_op(replace(rule, inplace=False), as_source, autograd=autograd).result
+    return tuple(replace(v, reason=f"{v.reason} (it is the input of the reinterpret it came from)",
+                         fixes=())
+                 for v in check_fits(written, source, code=Code.INPLACE))
 
 
 def written_buffer(t: SpmdType) -> SpmdType:
