@@ -178,8 +178,9 @@ def _read_value(
             out.add(param, constant, spelled, ndim=0)
         return
     out.passed.add(param)
-    if isinstance(expr, StrExpr):
-        out.passed.add(passed_literal(param, expr.value))
+    literal = literal_value(expr) if expr is not None else NOT_KNOWN
+    if isinstance(literal, (str, bool)):  # reduce="sum", training=True
+        out.passed.add(passed_literal(param, literal))
 
 
 def literal_value(expr: Expression) -> object:

@@ -823,6 +823,8 @@ def _read(tags: dict[int, _Tag], param: str, value: object, items: list[object],
             items += (param, _ZERO_NUMBER if value == 0 else _WEAK_NUMBER)
         else:
             passed.append(param)
+            if kind is bool:
+                passed.append(passed_literal(param, value))  # type: ignore[arg-type]
         return False
     if kind is list or kind is tuple:
         found = False

@@ -170,6 +170,7 @@ def apply_op(
     else:
         roles = _roles(rule, params, passed)
         result, violations = _join(roles, joined)
+        violations += _side_effects(rule, params, types, passed, result)
         if op is not None:
             result = _follow_shards(op, args or {}, roles, operands, result)
         if rule.result in (Result.DETACH, Result.COPY) or not autograd:
@@ -186,6 +187,33 @@ def apply_op(
         violations += check_fits(result, target, code=Code.INPLACE)
         result = target
     return OpOutcome(result, violations)
+
+
+def _side_effects(rule: OpRule, params: Sequence[str], types: Sequence[SpmdType], passed: Collection[str],
+                  result: SpmdType) -> tuple[Violation, ...]:
+    """What an op does besides its result: statistics it writes (``updates``), indices it counts (``counts_when``)."""
+    found: list[Violation] = []
+    if rule.updates and rule.updates_when in passed:
+        for name, t in zip(params, types):
+            if name in rule.updates:
+                found += [replace(v, fixes=(), reason=f"{name} is updated in place with statistics of type "
+                                                      f"{_spelled(result.get(v.axis) if v.axis else None)}, "
+                                                      "this rank's own: compute them over every rank's data, or "
+                                                      "keep one running statistic per rank")
+                          for v in check_fits(_detached(result), t, code=Code.INPLACE)]
+    if rule.counts_when and rule.counts_when in passed:
+        for name, t in zip(params, types):
+            if name in rule.selectors:
+                found += [Violation(Code.MIX, axis, f"{rule.counts_when} counts this rank's indices ({name}), "
+                                                    f"{kind!r} on this axis: each rank scales the gradient by its "
+                                                    "own counts, not the whole batch's",
+                                    types=(repr(kind),))
+                          for axis, kind in t.items() if is_varying(kind)]
+    return tuple(found)
+
+
+def _spelled(kind: AxisType | None) -> str:
+    return repr(kind) if kind is not None else "unknown"
 
 
 def _constant(t: SpmdType) -> bool:

@@ -97,6 +97,14 @@ class OpRule:
     ``linear_only_with``: where not empty, the op is linear only when one of
     these ``name=value`` literal arguments is given (:func:`passed_literal`:
     ``scatter_reduce`` with ``reduce="sum"``), else non-linear.
+    ``updates``: tensor arguments the op writes its statistics into, when the
+    literal argument ``updates_when`` is given (``batch_norm``'s running mean
+    and variance with ``training=True``): what is written, a function of every
+    argument, must fit each of them.
+    ``counts_when``: a literal argument with which the op counts its selectors
+    (``embedding`` with ``scale_grad_by_freq=True`` divides each row's
+    gradient by how often its index occurs): the count is this rank's, so the
+    selectors must be the same on every rank.
     """
 
     terms: tuple[tuple[str, ...], ...] = ()
@@ -109,6 +117,9 @@ class OpRule:
     inplace: bool = False
     fills: tuple[str, ...] = ()
     linear_only_with: tuple[str, ...] = ()
+    updates: tuple[str, ...] = ()
+    updates_when: str = ""
+    counts_when: str = ""
 
     @property
     def makes_constants(self) -> bool:
@@ -132,7 +143,7 @@ class OpRule:
     def params(self) -> tuple[str, ...]:
         """Every argument name the rule mentions."""
         names = [name for term in self.terms for name in term]
-        names += [*self.nonlinear, *self.selectors, *self.ignored, *self.nonlinear_if]
+        names += [*self.nonlinear, *self.selectors, *self.ignored, *self.nonlinear_if, *self.updates]
         return tuple(dict.fromkeys(names))
 
 
@@ -165,8 +176,8 @@ def absorbed(rule: OpRule, param: str, value: float) -> bool:
     return param in rule.fills and value in (math.inf, -math.inf)
 
 
-def passed_literal(param: str, value: str) -> str:
-    """How a string argument given literally is named among the passed arguments (see ``linear_only_with``)."""
+def passed_literal(param: str, value: str | bool) -> str:
+    """How a string or bool given literally is named among the passed arguments (``reduce=sum``, ``training=True``)."""
     return f"{param}={value}"
 
 
@@ -305,7 +316,8 @@ _FUNCTION_ONLY: Final[dict[str, OpRule]] = {
     "einsum": _product("args", sequence_product=True),
     "chain_matmul": _product("matrices", sequence_product=True),
     "tensordot": _product("a", "b"),
-    "embedding": _linear("weight", selectors=("indices",)),
+    "embedding": dataclasses.replace(_linear("weight", selectors=("indices",)),
+                                     counts_when=passed_literal("scale_grad_by_freq", True)),
     "bucketize": _no_gradient("input", "boundaries"),
     "searchsorted": _no_gradient("sorted_sequence", "input"),
     "zeros": _constant(Result.ZERO),
@@ -366,7 +378,9 @@ _FUNCTIONAL: Final[dict[str, OpRule]] = {
     "bilinear": _sum_of(("input1", "weight", "input2"), ("bias",)),
     **{name: _sum_of(("input", "weight"), ("bias",))
        for name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")},
-    "embedding": _linear("weight", selectors=("input",)),
+    "embedding": dataclasses.replace(_linear("weight", selectors=("input",)),
+                                     counts_when=passed_literal("scale_grad_by_freq", True)),
+    "batch_norm": OpRule(updates=("running_mean", "running_var"), updates_when=passed_literal("training", True)),
     "pad": _linear("input", "value"),
     **dict.fromkeys(
         ("avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",

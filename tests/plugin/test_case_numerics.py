@@ -22,7 +22,7 @@ from examples.layout import ReplicasDiffer
 from tests.fixes.programs import FunctionProgram, _Run, meshes
 
 CASES = Path(__file__).parent / "cases"
-FILES = ("accumulators.py", "aliasing.py", "lengths.py", "ops_fills_and_scatters.py")
+FILES = ("accumulators.py", "aliasing.py", "lengths.py", "ops_fills_and_scatters.py", "statistics.py")
 
 
 def _module(name: str) -> ModuleType:

@@ -279,3 +279,14 @@ def test_an_infinite_fill_and_a_summing_scatter_fit_a_partial_sum() -> None:
             with pytest.raises(spmd.SpmdTypeCheckError) as caught:
                 wrong()
             assert caught.value.code == "spmd-partial"
+
+
+def test_frequencies_counted_over_this_rank_s_indices_are_reported() -> None:
+    """As for the plugin (tests/plugin/cases/statistics.py)."""
+    with spmd.runtime_checking():
+        ids, table = spmd.assert_type(torch.tensor([0, 1, 1]), V["dp"]), typed(R["dp"])
+        F.embedding(ids, table)  # without the counts, the rows of this rank's ids: fine
+        with pytest.raises(spmd.SpmdTypeCheckError) as caught:
+            F.embedding(ids, table, scale_grad_by_freq=True)
+    assert caught.value.code == "spmd-mix"
+    assert "scale_grad_by_freq=True counts this rank's indices" in str(caught.value)
