@@ -290,3 +290,14 @@ def test_frequencies_counted_over_this_rank_s_indices_are_reported() -> None:
             F.embedding(ids, table, scale_grad_by_freq=True)
     assert caught.value.code == "spmd-mix"
     assert "scale_grad_by_freq=True counts this rank's indices" in str(caught.value)
+
+
+def test_running_statistics_updated_with_this_rank_s_batch_are_reported() -> None:
+    """As for the plugin (tests/plugin/cases/statistics.py)."""
+    with spmd.runtime_checking():
+        x = typed(V["dp"], shape=(4, 3))
+        F.batch_norm(x, torch.zeros(3), torch.ones(3), training=False)  # reads them only: fine
+        with pytest.raises(spmd.SpmdTypeCheckError) as caught:
+            F.batch_norm(x, torch.zeros(3), torch.ones(3), training=True)
+    assert caught.value.code == "spmd-inplace"
+    assert "running_mean is updated in place with statistics of type V" in str(caught.value)
