@@ -23,7 +23,7 @@ def scatter_summed(p: Annotated[Tensor, P["tp"]], q: Annotated[Tensor, P["tp"]],
 def scatter_averaged(p: Annotated[Tensor, P["tp"]], q: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, P["tp"]]:
     return torch.scatter_reduce(p, 0, (r.abs() * 2).long().clamp(max=3), q, "mean", include_self=False)  # OK
 
-def scatter_maximum(p: Annotated[Tensor, P["tp"]], q: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, P["tp"]]:
+def scatter_maximum(p: Annotated[Tensor, P["tp"]], q: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, R["tp"]]:
     return p.scatter_reduce(0, (r.abs() * 2).long().clamp(max=3), q, reduce="amax")  # E: [spmd-partial] .scatter_reduce on axis 'tp': P (a pending sum) through a non-linear op
 
 def masked_to_minus_infinity(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, P["tp"]]:
@@ -36,8 +36,8 @@ def masked_scores_softmax(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R[
 def index_filled_with_infinity(p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, P["tp"]]:
     return p.index_fill(1, torch.tensor([0, 2]), -torch.inf)  # OK
 
-def masked_to_a_finite_value(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, P["tp"]]:
+def masked_to_a_finite_value(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, R["tp"]]:
     return p.masked_fill(r > 0, -1e4)  # E: [spmd-partial] .masked_fill on axis 'tp': P plus a non-partial term (weak), which would be added once per rank
 
-def where_a_finite_value(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, P["tp"]]:
+def where_a_finite_value(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, R["tp"]]:
     return torch.where(r > 0, 0.5, p)  # E: [spmd-partial] torch.where on axis 'tp': P plus a non-partial term (weak), which would be added once per rank
