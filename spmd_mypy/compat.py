@@ -30,6 +30,7 @@ from mypy.nodes import (
     CallExpr,
     ClassDef,
     ComparisonExpr,
+    ConditionalExpr,
     Context,
     Decorator,
     DictExpr,
@@ -343,14 +344,21 @@ def _written_names(node: Node) -> Iterator[str]:
 
 
 def returned_values(tree: MypyFile) -> set[Expression]:
-    """The expressions of the file's ``return`` statements.
+    """The expressions of the file's ``return`` statements, and the branches of a returned ``a if c else b``.
 
     When a returned value does not fit the declared result, mypy checks it
     again without the declared type as context and keeps that result if it
     reports nothing (``infer_context_dependent``); a hook that knows the
     expression is returned can still check it then.
     """
-    return {node.expr for node in statements_in(tree) if isinstance(node, ReturnStmt) and node.expr is not None}
+    pending = [node.expr for node in statements_in(tree) if isinstance(node, ReturnStmt) and node.expr is not None]
+    returned: set[Expression] = set()
+    while pending:
+        value = pending.pop()
+        returned.add(value)
+        if isinstance(value, ConditionalExpr):  # return a if flag else b: either branch is returned
+            pending += (value.if_expr, value.else_expr)
+    return returned
 
 
 def statements_in(node: Node) -> Iterator[Node]:

@@ -42,6 +42,11 @@ KNOWN_WRONG = {
 }
 
 
+# Twins whose error is reported in mypy's copy of a method for one value of its class's type variables (a flag
+# contract's configuration): the plugin offers no fix there, as a fix for one configuration may break another.
+IN_ONE_CONFIGURATION = frozenset({"megatron_embedding_without_all_reduce.py", "pipeline_last_stage_gathered_logits.py"})
+
+
 def _known(outcome: FixOutcome) -> bool:
     return (str(outcome.path.relative_to(ROOT)), outcome.line) in KNOWN_WRONG
 
@@ -88,6 +93,7 @@ def test_every_twin_and_enough_cases_are_run(outcomes: list[FixOutcome]) -> None
     flagged = {p for p in TWINS.glob("*.py") if p.name != "__init__.py"}
     offered = {o.path for o in first if o.path.parent == TWINS and not _known(o)}
     assert twins == offered, _report([o for o in first if o.path in offered - twins])
-    assert len(offered) >= len(flagged) - 4, "most twins offer a fix that is right"
+    assert not {p.name for p in offered} & IN_ONE_CONFIGURATION, "a twin offers a fix now: leave it out of the list"
+    assert len(offered) >= len(flagged) - len(IN_ONE_CONFIGURATION) - 4, "most twins offer a fix that is right"
     cases_run = [o for o in first if o.path.parent != TWINS and o.ran]
     assert len(cases_run) >= 6, _report([o for o in first if not o.ran])
