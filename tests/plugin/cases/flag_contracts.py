@@ -275,6 +275,51 @@ def unguarded(x: Annotated[Tensor, V["tp"]], n: int) -> Annotated[Tensor, R["tp"
     return all_gather(x, "tp", src=V, dst=R)  # OK
 
 
+# Where the branches meet, a branch that runs only with one rank on tp does not constrain the type on tp:
+# Megatron's VocabParallelEmbedding masks the ids only with more than one rank.
+
+
+def masked_lookup(input_: Annotated[Tensor, R["tp"]], weight: Annotated[Tensor, S["tp", 0]],
+                  group: Annotated[ProcessGroup, Axis["tp"]], rows: int) -> Annotated[Tensor, P["tp"]]:
+    vocab_start_index = convert(torch.arange(group.size()) * rows, "tp", src=R, dst=V)
+    if group.size() > 1:
+        input_mask = (input_ < vocab_start_index) | (input_ >= vocab_start_index + rows)
+        masked_input = input_.clone() - vocab_start_index
+        masked_input[input_mask] = 0
+    else:
+        masked_input = input_  # R, taken as V: the same on one rank
+    output_parallel = F.embedding(masked_input, weight)  # OK
+    reveal_type(output_parallel)  # N@recommended: SpmdTensor[Literal['tp:V']]
+    if group.size() > 1:
+        output_parallel[input_mask, :] = 0.0
+    return reinterpret(output_parallel, "tp", src=V, dst=P)  # OK
+
+
+def masked_unless_two(input_: Annotated[Tensor, R["tp"]], start: Annotated[Tensor, V["tp"]],
+                      weight: Annotated[Tensor, S["tp", 0]]) -> None:
+    if axis_size("tp") > 2:  # the else branch may run on two ranks
+        masked_input = input_ - start
+    else:
+        masked_input = input_
+    F.embedding(masked_input, weight)  # E@recommended: [spmd-branch] "masked_input": has SPMD type tp:R or tp:V
+
+
+def masked_unless_flag(input_: Annotated[Tensor, R["tp"]], start: Annotated[Tensor, V["tp"]], masked: bool) -> None:
+    if masked:  # not a test of the axis's size
+        masked_input = input_ - start
+    else:
+        masked_input = input_
+    all_reduce(masked_input, "tp", src=V, dst=I)  # E@recommended: [spmd-branch] "masked_input": has SPMD type tp:R or tp:V
+
+
+def guarded_on_tp_only(x: Annotated[Tensor, R["tp"], V["dp"]], y: Annotated[Tensor, V["tp"], R["dp"]]) -> None:
+    if axis_size("tp") == 1:
+        z = x  # dp still differs from the other branch
+    else:
+        z = y  # E@no-redefinition: [assignment]
+    torch.relu(z)  # E@recommended: [spmd-branch] "z": has SPMD type
+
+
 # -- Polymorphic modules: written once, checked once per listed type, the restriction checked at each use.
 
 Replicated = Spmd[Tensor, Literal["tp:R"]]
