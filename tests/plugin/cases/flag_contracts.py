@@ -235,6 +235,65 @@ def stages(ids: Annotated[Tensor, R["tp"]], h: Annotated[Tensor, I["tp"]]) -> No
     later(h)  # OK
     first(h)  # E: [spmd-boundary] argument "tokens" of "Stage.forward" on axis 'tp': expected R, got I
 
+# -- Megatron's explicit_expert_comm (the MoE experts' RowParallelLinear): the output is left un-reduced,
+# summands on tp, for the token dispatcher to reduce; Megatron requires skip_bias_add with it, which returns
+# the bias for the caller to add instead of adding it.
+
+Summands = Spmd[Tensor, Literal["tp:P"]]
+ExpertOut = TypeVar("ExpertOut", Whole, Summands)  # explicit_expert_comm False / True
+
+
+class ExpertRowParallelLinear(nn.Module, Generic[ExpertOut]):
+    bias: Annotated[nn.Parameter, I["tp"]]
+
+    @overload
+    def __init__(self: "ExpertRowParallelLinear[Whole]", local_in: int, dim: int, *,
+                 explicit_expert_comm: Literal[False] = ..., skip_bias_add: bool = ...) -> None: ...
+    @overload
+    def __init__(self: "ExpertRowParallelLinear[Summands]", local_in: int, dim: int, *,
+                 explicit_expert_comm: Literal[True], skip_bias_add: Literal[True]) -> None: ...
+    def __init__(self, local_in: int, dim: int, *, explicit_expert_comm: bool = False,
+                 skip_bias_add: bool = False) -> None:
+        super().__init__()
+        self.explicit_expert_comm = explicit_expert_comm
+        self.skip_bias_add = skip_bias_add
+        self.weight = nn.Parameter(torch.empty(dim, local_in))
+        self.bias = nn.Parameter(torch.empty(dim))
+
+    def forward(self, input_: Sharded) -> tuple[ExpertOut, Whole | None]:
+        weight: Annotated[Tensor, S["tp", 1]] = self.weight
+        output_parallel = spmd.linear(input_, weight, out_partial_axes="tp")
+        if self.explicit_expert_comm:
+            output_ = output_parallel  # OK: P, reduced by the token dispatcher
+        else:
+            output_ = all_reduce(output_parallel, "tp", src=P, dst=I)  # OK
+        output_bias: Whole | None
+        if not self.skip_bias_add:
+            output = output_ + self.bias  # OK: checked where the output is reduced only
+            output_bias = None
+        else:
+            output = output_
+            output_bias = self.bias
+        return output, output_bias  # OK
+
+
+class ReducingExpert(ExpertRowParallelLinear[Summands]):
+    def forward(self, input_: Sharded) -> tuple[Summands, Whole | None]:
+        weight: Annotated[Tensor, S["tp", 1]] = self.weight
+        output_parallel = spmd.linear(input_, weight, out_partial_axes="tp")
+        return all_reduce(output_parallel, "tp", src=P, dst=I), self.bias  # E@recommended: [spmd-boundary] on axis 'tp': expected P, got I
+
+
+def experts(x: Sharded) -> Whole:
+    dense = ExpertRowParallelLinear(16, 8)
+    expert = ExpertRowParallelLinear(16, 8, explicit_expert_comm=True, skip_bias_add=True)
+    ExpertRowParallelLinear(16, 8, explicit_expert_comm=True)  # E: [call-overload]
+    reveal_type(dense(x)[0])  # N: SpmdTensor[Literal['tp:I']]
+    out, bias = expert(x)
+    reveal_type(out)  # N: SpmdTensor[Literal['tp:P']]
+    return out  # E: [return-value]
+
+
 # -- Size-1 axes: on one rank every collective is the identity, and the axis's types coincide.
 
 
