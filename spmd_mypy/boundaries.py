@@ -330,6 +330,8 @@ def fit_declared(
         where = RETURN_VALUE
     elif _is_declaration(expected) and not files.assigned_to_inferred(session, api, context):
         where = "value of a declared type"
+    elif _is_declaration(expected):
+        return _kept(session, api, result)  # a parameter that allow_redefinition lets be re-bound
     else:
         return result
     declared, value = Encoder.read(expected), Encoder.read(result)
@@ -353,8 +355,18 @@ def fit_declared(
     value_name = source(context) if isinstance(context, Expression) else None
     verdict.report(violations, context, where, operands, value=value_name, speculative=verdict.speculative)
     # A value that fits and that mypy accepts as it is keeps its own type, so that a declared
-    # variable re-bound to it is narrowed to it (x = all_reduce(x, ..., op="max") is a constant).
-    return result if not violations and _any_argument(result) else expected
+    # variable re-bound to it is narrowed to it.
+    return _kept(session, api, result) if not violations and _any_argument(result) else expected
+
+
+def _kept(session: Session, api: CheckerPluginInterface, result: Type) -> Type:
+    """``result`` as it goes into a declared variable: a constant is written so that mypy narrows the
+    variable to it (``x = all_reduce(x, "tp", src=V, dst=R, op="max")``; see :meth:`Encoder.tensor`)."""
+    proper = get_proper_type(result)
+    value = Encoder.read(proper)
+    if not isinstance(proper, Instance) or not isinstance(value, SpmdType) or not proper.type.bases:
+        return result
+    return Encoder.for_checker(session, api).tensor(value, proper.type.bases[0], inferred=True, kept=True) or result
 
 
 def _optional_item(typ: Type) -> Type:

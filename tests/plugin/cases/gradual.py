@@ -57,6 +57,22 @@ def rebound_parameter_still_checked(x: Annotated[Tensor, V["tp"]]) -> Annotated[
     return x  # E: [return-value] Incompatible return value type (got "SpmdTensor[Literal['tp:V']]", expected "SpmdTensor[Literal['tp:R']]")
 
 
+def replicated(x: Annotated[Tensor, R["tp"]]) -> None:
+    raise NotImplementedError
+
+
+def rebound_to_a_maximum(x: Annotated[Tensor, V["tp"]], v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    # The maximum over the axis is the same on every rank: the parameter takes that type, whether or not
+    # mypy lets it be re-bound to another type (no error asking to reduce or gather it).
+    x = all_reduce(x, "tp", src=V, dst=R, op="max")  # OK
+    reveal_type(x)  # N: SpmdTensor[Never]
+    replicated(x)  # OK
+    m: Annotated[Tensor, V["tp"]] = v
+    m = all_reduce(m, "tp", src=V, dst=R, op="min")  # OK
+    replicated(m)  # OK
+    return x  # OK
+
+
 def no_grad_region(v: Annotated[Tensor, V["tp"]], i: Annotated[Tensor, I["tp"]], p: Annotated[Tensor, P["tp"]]) -> None:
     with torch.no_grad():
         v / i  # OK
