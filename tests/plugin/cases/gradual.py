@@ -34,6 +34,20 @@ def known_types_still_checked(v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor
     return v  # E: [return-value] Incompatible return value type (got "SpmdTensor[Literal['tp:V']]", expected "SpmdTensor[Literal['tp:R']]")
 
 
+def plain_parameters(x: Tensor, o: Optional[torch.Tensor], w: nn.Parameter) -> Annotated[Tensor, R["tp"]]:
+    # A parameter annotated plain Tensor (or nn.Parameter) is unknown, accepted like Any where an SPMD type is declared.
+    y: Annotated[Tensor, V["tp"]] = x  # OK
+    z: Optional[Annotated[Tensor, R["tp"]]] = o  # OK
+    b: Annotated[nn.Parameter, R["tp"]] = w  # OK
+    if o is not None:
+        return o  # OK
+    return x  # OK
+
+
+def plain_parameters_returned_optional(o: Optional[Tensor]) -> Annotated[Tensor, R["tp"]]:
+    return o  # E: [return-value] Incompatible return value type (got "Tensor | None", expected "SpmdTensor[Literal['tp:R']]")
+
+
 class ColumnParallel(nn.Module):
     def __init__(self, d: int, bias: bool) -> None:
         super().__init__()
