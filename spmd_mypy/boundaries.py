@@ -288,10 +288,18 @@ def _compare(verdict: Verdict, actual: Type, formal: Type, expr: Expression) -> 
         if len(members) == 1:
             return _compare(verdict, actual, members[0], expr)
     if isinstance(want, Instance) and isinstance(have, Instance) and want.type == have.type:
-        return [v for a, f in zip(have.args, want.args) for v in _compare(verdict, a, f, expr)]
+        return [_in_elements(v) for a, f in zip(have.args, want.args) for v in _compare(verdict, a, f, expr)]
     if isinstance(want, TupleType) and isinstance(have, TupleType) and len(want.items) == len(have.items):
-        return [v for a, f in zip(have.items, want.items) for v in _compare(verdict, a, f, expr)]
+        return [_in_elements(v) for a, f in zip(have.items, want.items) for v in _compare(verdict, a, f, expr)]
     return []
+
+
+def _in_elements(violation: Violation) -> Violation:
+    """A violation of a container's elements: a call on the container would not fix it; say what does in words."""
+    if not violation.fixes:
+        return violation
+    calls = " or ".join(fix.call.format(x="element") for fix in violation.fixes)
+    return replace(violation, reason=f"{violation.reason} in its elements (each element needs {calls})", fixes=())
 
 
 def _compare_groups(have: ProperType, want: Instance) -> list[Violation]:
