@@ -239,9 +239,11 @@ def _as_computed(session: Session, api: CheckerPluginInterface, typ: Type) -> Ty
     The declaration belongs to the callee; in the caller the result is a value
     like any other, so ``a = f(x)`` does not make ``a`` declared, and without
     ``allow_redefinition`` ``a`` can still be re-bound (see
-    :mod:`spmd_mypy.encoding`).
+    :mod:`spmd_mypy.encoding`); nor does ``a, b = f(x)`` for a tuple result.
     """
     proper = get_proper_type(typ)
+    if isinstance(proper, TupleType):
+        return proper.copy_modified(items=[_as_computed(session, api, item) for item in proper.items])
     if not isinstance(proper, Instance) or proper.type.fullname not in SPMD_TENSORS or not is_declaration(proper):
         return typ
     spmd = Encoder.read(proper)

@@ -191,13 +191,22 @@ def inferred_assignments(tree: MypyFile, parameters: bool) -> set[Expression]:
         if parameters and isinstance(node, FuncDef):
             names = frozenset(argument.variable.name for argument in node.arguments)
         if isinstance(node, AssignmentStmt) and node.type is None and all(
-            isinstance(target, NameExpr) and isinstance(target.node, Var)
-            and (target.node.is_inferred or target.name in names)
-            for target in node.lvalues
+            _names_inferred(target, names) for target in node.lvalues
         ):
             found.add(node.rvalue)
+            if isinstance(node.rvalue, (TupleExpr, ListExpr)):  # a, b = x, y: each value goes to a name
+                found.update(node.rvalue.items)
         pending.extend((child, names) for child in _nested_statements(node))
     return found
+
+
+def _names_inferred(target: Expression, parameters: frozenset[str]) -> bool:
+    """Whether assignment target ``target`` names only variables whose type mypy infers, or ``parameters``
+    (``a``, and ``a, b`` of a tuple unpacking)."""
+    if isinstance(target, (TupleExpr, ListExpr)):
+        return all(_names_inferred(item, parameters) for item in target.items)
+    return (isinstance(target, NameExpr) and isinstance(target.node, Var)
+            and (target.node.is_inferred or target.name in parameters))
 
 
 # The methods of a custom autograd Function, which run without recording a graph.

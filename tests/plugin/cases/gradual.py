@@ -87,6 +87,18 @@ def rebound_to_a_maximum(x: Annotated[Tensor, V["tp"]], v: Annotated[Tensor, V["
     return x  # OK
 
 
+def pair_of_partials(x: Annotated[Tensor, P["tp"]]) -> tuple[Annotated[Tensor, P["tp"]], Annotated[Tensor, P["tp"]]]:
+    return x, x * 2
+
+
+def rebound_after_unpacking(x: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    # Names first bound by unpacking a call's result are values, not declarations: they can be re-bound.
+    a, b = pair_of_partials(x)
+    a, b = all_reduce(a, "tp", src=P, dst=R), all_reduce(b, "tp", src=P, dst=R)  # OK
+    reveal_type(a)  # N: SpmdTensor[Literal['tp:R']]
+    return a + b  # OK
+
+
 def no_grad_region(v: Annotated[Tensor, V["tp"]], i: Annotated[Tensor, I["tp"]], p: Annotated[Tensor, P["tp"]]) -> None:
     with torch.no_grad():
         v / i  # OK
