@@ -127,6 +127,38 @@ class VocabParallelSoftmax(torch.autograd.Function):
         return torch.exp(grad), None  # E: [spmd-partial] P (a pending sum) through a non-linear op
 
 
+class CrossEntropyHelpers:
+    """Megatron's static helpers, called only from the autograd Function below: they run without autograd too."""
+
+    @staticmethod
+    def normalise(exp_logits: Annotated[Tensor, V["tp"]], sum_exp: Annotated[Tensor, I["tp"]]) -> Tensor:
+        exp_logits.div_(sum_exp.unsqueeze(dim=-1))  # OK
+        return exp_logits
+
+    @staticmethod
+    def log_of(p: Annotated[Tensor, P["tp"]]) -> Tensor:
+        return torch.log(p)  # E: [spmd-partial] P (a pending sum) through a non-linear op
+
+    @staticmethod
+    def also_called_with_autograd(v: Annotated[Tensor, V["tp"]], i: Annotated[Tensor, I["tp"]]) -> Tensor:
+        return v / i  # E: [spmd-mix] I does not mix with V
+
+
+class CrossEntropyFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, exp_logits: Annotated[Tensor, V["tp"]], sum_exp: Annotated[Tensor, I["tp"]]) -> Tensor:
+        CrossEntropyHelpers.also_called_with_autograd(exp_logits, sum_exp)
+        return CrossEntropyHelpers.normalise(exp_logits, sum_exp)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Annotated[Tensor, P["tp"]]) -> tuple[Tensor, None]:
+        return CrossEntropyHelpers.log_of(grad), None
+
+
+def with_autograd(v: Annotated[Tensor, V["tp"]], i: Annotated[Tensor, I["tp"]]) -> Tensor:
+    return CrossEntropyHelpers.also_called_with_autograd(v, i)
+
+
 class HoldsALinear(nn.Module):
     """Attributes declared plain Tensor (nn.Linear.weight) go into SPMD declarations like unknown values."""
 
