@@ -180,30 +180,32 @@ def check_fixes(paths: list[Path], mypy_options: dict[str, str], plugin_options:
             fixed_errors, raw = run_mypy([c.path for c in pending if c.path is not None], config, cache, columns=True)
             assert "INTERNAL ERROR" not in raw and "Traceback" not in raw, raw
             by_name = {path.name: errors for path, errors in fixed_errors.items()}
-            again = []
-            for copy in pending:
-                assert copy.path is not None
-                errors, outcome = by_name.get(copy.path.name, {}), copy.outcome
-                problems = _introduced(copy.original.errors, errors, outcome.line, copy.code)
-                following = _uncovered(copy.original.errors, errors, outcome.line, copy.code) if problems else None
-                if following is not None and step + 1 < CHAIN:
-                    column = next((r.column for r in errors.get(outcome.line, [])
-                                   if following in Message.parse(r.message).fixes), None)
-                    try:
-                        copy.source = apply_fix(copy.source, outcome.line, following, column)
-                        outcome.then.append(following)
-                        again.append(copy)
-                        continue
-                    except NotApplicable:
-                        pass
-                outcome.problems += problems
-                outcome.clean = not outcome.problems
-                if outcome.clean:
-                    _run(outcome, copy.original, copy.path)
-            pending = again
-            if not pending:
-                break
+            pending = [c for c in pending if c.path is not None
+                       and _goes_on(c, by_name.get(c.path.name, {}), last=step + 1 == CHAIN)]
     return outcomes
+
+
+def _goes_on(copy: _Copy, errors: Errors, last: bool) -> bool:
+    """Judge a fixed copy by its ``errors``; whether the first fix of an error it uncovered was applied to it
+    for another round instead (never in the ``last`` round)."""
+    outcome = copy.outcome
+    problems = _introduced(copy.original.errors, errors, outcome.line, copy.code)
+    following = _uncovered(copy.original.errors, errors, outcome.line, copy.code) if problems and not last else None
+    if following is not None:
+        column = next((r.column for r in errors.get(outcome.line, [])
+                       if following in Message.parse(r.message).fixes), None)
+        try:
+            copy.source = apply_fix(copy.source, outcome.line, following, column)
+        except NotApplicable:
+            pass
+        else:
+            outcome.then.append(following)
+            return True
+    outcome.problems += problems
+    outcome.clean = not outcome.problems
+    if outcome.clean and copy.path is not None:
+        _run(outcome, copy.original, copy.path)
+    return False
 
 
 def _run(outcome: FixOutcome, original: _Original, copy: Path) -> None:
