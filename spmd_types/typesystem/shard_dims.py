@@ -50,6 +50,7 @@ from spmd_types.typesystem.spmd_type import SpmdType
 __all__ = [
     "LOST",
     "NOT_KNOWN",
+    "POINTWISE_OPS",
     "SHARD_RULES",
     "Broken",
     "LayoutCall",
@@ -507,7 +508,10 @@ def _build() -> dict[str, _Rule]:
 SHARD_RULES: Final[dict[str, _Rule]] = _build()
 """The layout rule of each op, by public name (as in :data:`~spmd_types.typesystem.ops.OPS`)."""
 
-_BROADCASTING: Final = frozenset(name for name, rule in SHARD_RULES.items() if rule is _keep)
+POINTWISE_OPS: Final = frozenset(name for name, rule in SHARD_RULES.items() if rule is _keep)
+"""The pointwise (broadcasting) ops: a shard keeps its dim, counted from the last."""
+
+_BROADCASTING: Final = POINTWISE_OPS
 _SEQUENCE_OPS: Final = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
 
 
