@@ -40,11 +40,13 @@ from spmd_mypy.fullnames import (
     LITERAL,
     LOCAL_TYPE_MARKERS,
     PARAMETER,
+    PARTITION_SPEC,
     PROCESS_GROUP,
     SHARD_MARKERS,
     STR,
     TENSOR,
 )
+from spmd_mypy.partition_specs import calls_at, partition_spec
 from spmd_mypy.session import Session, StubsWarned
 from spmd_types.typesystem import (
     LOCAL_TYPES,
@@ -52,6 +54,8 @@ from spmd_types.typesystem import (
     Axis,
     AxisTypes,
     Code,
+    PartitionSpec,
+    R,
     SpmdType,
     axis_types_marker,
     markers_from_text,
@@ -84,7 +88,7 @@ def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> T
     if not is_alias_form and not any(_could_be_ours(m) for m in metadata):
         return base  # foreign metadata only (jaxtyping, torch's own): what mypy would do
     try:
-        axes_or_type = _read_metadata(ctx, metadata, is_alias_form)
+        axes_or_type = _read_metadata(ctx, metadata, is_alias_form, session.options)
     except _Bad as error:
         ctx.api.fail(str(error), ctx.context, code=ANNOTATION)
         return base
@@ -100,19 +104,30 @@ def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> T
 
 
 def _could_be_ours(item: Type) -> bool:
-    # Markers are names (possibly imported under another name); literals never are.
-    return isinstance(item, UnboundType) and item.original_str_expr is None
+    # Markers are names (possibly imported under another name); literals never are; a call may be a PartitionSpec.
+    return (isinstance(item, UnboundType) and item.original_str_expr is None) or _is_call(item)
+
+
+def _is_call(item: Type) -> bool:
+    """Whether ``item`` is what mypy makes of an expression that is no type, such as a call."""
+    return isinstance(item, RawExpressionType) and item.literal_value is None
 
 
 def _read_metadata(
-    ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_form: bool
+    ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_form: bool, options: PluginOptions
 ) -> SpmdType | tuple[str, ...] | None:
     """The SPMD type the metadata declares, the axes of its ``Axis[...]`` markers in order, or ``None``."""
     if is_alias_form:
         return _read_alias_form(ctx, metadata)
     markers: list[AxisTypes] = []
+    specs: list[PartitionSpec] = []
     axes: list[str] = []
     for item in metadata:
+        if _is_call(item):
+            spec = _partition_spec(ctx, item)
+            if spec is not None:
+                specs.append(spec)
+            continue
         if not isinstance(item, UnboundType):
             continue  # another library's metadata
         fullname = lookup_type_name(ctx.api, item.name, ctx.context)
@@ -124,9 +139,29 @@ def _read_metadata(
         raise _Bad("Axis[...] marks process groups and cannot be combined with tensor markers")
     if len(set(axes)) < len(axes):
         raise _Bad(f"Axis[...] names each mesh axis once, got {', '.join(axes)}")
+    if axes and specs:
+        raise _Bad("Axis[...] marks process groups and cannot be combined with a PartitionSpec")
     if axes:
         return tuple(axes)
-    return _combined(markers)
+    if len(specs) > 1:
+        raise _Bad("an annotation takes one PartitionSpec")
+    spmd = _combined([*specs, *markers])
+    if specs and spmd is not None:
+        # The mesh's other axes, where configured, are replicated (markers may say otherwise).
+        spmd = SpmdType({**dict.fromkeys(options.axes, R), **dict(spmd.items())})
+    return spmd
+
+
+def _partition_spec(ctx: AnalyzeTypeContext, item: Type) -> PartitionSpec | None:
+    """The ``PartitionSpec`` that the call ``item`` stands for, read from the source; ``None``: another call."""
+    tree = analyzed_file(ctx.api)
+    if tree is None:
+        return None
+    calls = calls_at(tree.path, item.line, item.column)
+    try:
+        return partition_spec(calls, lambda name: lookup_type_name(ctx.api, name, ctx.context) in PARTITION_SPEC)
+    except AnnotationError as error:
+        raise _Bad(str(error)) from None
 
 
 _ALIAS_FORM = 'Spmd[...] takes a tensor type and the SPMD type as a Literal string, as in Spmd[Tensor, Literal["dp:R"]]'
@@ -182,7 +217,7 @@ def _from_text(text: str) -> list[AxisTypes]:
         raise _Bad(str(error)) from None
 
 
-def _combined(markers: list[AxisTypes]) -> SpmdType | None:
+def _combined(markers: Sequence[AxisTypes | PartitionSpec]) -> SpmdType | None:
     try:
         return spmd_type_from_metadata(markers)
     except AnnotationError as error:

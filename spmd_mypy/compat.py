@@ -222,6 +222,16 @@ def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
     return spans
 
 
+def decorated_spans(tree: MypyFile, decorators: frozenset[str]) -> list[tuple[int, int]]:
+    """The line spans of the functions (and methods) decorated with one of ``decorators`` (full names)."""
+    spans: list[tuple[int, int]] = []
+    for node in statements_in(tree):
+        if isinstance(node, Decorator) and any(isinstance(expr, RefExpr) and expr.fullname in decorators
+                                               for expr in node.decorators):
+            spans.append((node.func.line, node.func.end_line or node.func.line))
+    return spans
+
+
 def buffers_written_in_place(tree: MypyFile) -> set[Expression]:
     """The values first assigned to a variable that its function then writes in place.
 

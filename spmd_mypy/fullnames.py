@@ -27,6 +27,7 @@ __all__ = [
     "DTENSOR",
     "DTENSOR_RECEIVERS",
     "FALSE",
+    "GLOBAL_SPMD",
     "GROUP_RECEIVERS",
     "INIT_DEVICE_MESH",
     "LIST",
@@ -41,6 +42,7 @@ __all__ = [
     "NO_GRAD",
     "NUMBERS",
     "PARAMETER",
+    "PARTITION_SPEC",
     "PLACED_DTENSOR",
     "PLACEMENT_CLASSES",
     "PROCESS_GROUP",
@@ -116,6 +118,13 @@ SPMD_ALIAS: Final = frozenset({"spmd_types.Spmd", "spmd_types.typesystem.Spmd",
 
 The stubs make ``spmd_types.Spmd`` a generic alias of its first argument, so that
 checkers without the plugin accept it; the other two names are the runtime class."""
+
+PARTITION_SPEC: Final = frozenset({"spmd_types.PartitionSpec", "spmd_types.typesystem.PartitionSpec",
+                                   "spmd_types.typesystem.partition_spec.PartitionSpec"})
+"""``PartitionSpec(...)`` in ``Annotated`` metadata (:mod:`spmd_mypy.partition_specs`)."""
+
+GLOBAL_SPMD: Final = frozenset({"spmd_types.global_spmd", "spmd_types._checking.global_spmd"})
+"""The decorator of a function checked in global SPMD (:mod:`spmd_mypy.global_mode`)."""
 
 LITERAL: Final = frozenset({"typing.Literal", "typing_extensions.Literal"})
 

@@ -40,6 +40,7 @@ from spmd_mypy import (
     dtensor,
     ecosystem,
     flags,
+    global_mode,
     gradients,
     gradual,
     local_map,
@@ -59,6 +60,7 @@ from spmd_mypy.fullnames import (
     AXIS_SIZE,
     BUILTIN_SUM,
     DTENSOR_RECEIVERS,
+    GLOBAL_SPMD,
     GROUP_RECEIVERS,
     INIT_DEVICE_MESH,
     LOCAL_MAP,
@@ -146,6 +148,8 @@ class Router:
             return dtensor.check_init_device_mesh
         if fullname == LOCAL_MAP:
             return local_map.check_local_map
+        if fullname in GLOBAL_SPMD:
+            return global_mode.check_decorated
         if fullname == BUILTIN_SUM:
             return ops.check_builtin_sum
         if fullname in AUTOGRAD_FUNCTIONS:

@@ -32,7 +32,7 @@ from mypy.nodes import (
 from mypy.plugin import AttributeContext, FunctionContext, FunctionSigContext, MethodContext
 from mypy.types import AnyType, FunctionLike, Instance, TupleType, Type, UnionType, get_proper_type
 
-from spmd_mypy import files
+from spmd_mypy import files, global_mode
 from spmd_mypy.axes import axis_name
 from spmd_mypy.boundaries import has_spmd, report_divergent
 from spmd_mypy.compat import container_elements, expression_type
@@ -364,6 +364,7 @@ def _apply(
         verdict.report(problem.violations, problem.at, problem.where, speculative=speculative)
     autograd = not files.without_autograd(session, ctx.api, ctx.context)
     where = display_name(name)
+    axes: tuple[str, ...] = ()
     if partial is not None:
         function, axes = partial
         where = function.where
@@ -375,6 +376,10 @@ def _apply(
     else:
         outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
     verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
+    if arguments.sharded:
+        outcome = global_mode.check_op(session, ctx.api, ctx.context, name, arguments.operands, outcome.result,
+                                       arguments.literals, axes)
+        verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
     if not returns_tensor:
         return verdict
     result = outcome.result

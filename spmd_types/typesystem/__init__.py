@@ -86,12 +86,11 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.ecosystem import check_in_place as check_in_place
     from spmd_types.typesystem.ecosystem import reduction_name as reduction_name
     from spmd_types.typesystem.global_rules import GLOBAL_VALUE_TYPES as GLOBAL_VALUE_TYPES
+    from spmd_types.typesystem.global_rules import check_global_op as check_global_op
     from spmd_types.typesystem.global_rules import einsum_terms as einsum_terms
     from spmd_types.typesystem.global_rules import global_annotation_violation as global_annotation_violation
     from spmd_types.typesystem.global_rules import global_cast_violation as global_cast_violation
-    from spmd_types.typesystem.global_rules import global_op_violations as global_op_violations
     from spmd_types.typesystem.global_rules import propagate as propagate
-    from spmd_types.typesystem.global_rules import spec_type as spec_type
     from spmd_types.typesystem.join import Operand as Operand
     from spmd_types.typesystem.join import OpOutcome as OpOutcome
     from spmd_types.typesystem.join import apply_op as apply_op
@@ -166,6 +165,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.partition_spec import global_shape as global_shape
     from spmd_types.typesystem.partition_spec import mesh_axes as mesh_axes
     from spmd_types.typesystem.partition_spec import per_axis_types as per_axis_types
+    from spmd_types.typesystem.partition_spec import spec_type as spec_type
     from spmd_types.typesystem.placements import PLACEMENT_KINDS as PLACEMENT_KINDS
     from spmd_types.typesystem.placements import Placement as Placement
     from spmd_types.typesystem.placements import Placements as Placements
@@ -254,8 +254,8 @@ _DEFINED_IN: dict[str, str] = {
         "ops",
     ),
     **dict.fromkeys(
-        ("GLOBAL_VALUE_TYPES", "einsum_terms", "global_annotation_violation", "global_cast_violation",
-         "global_op_violations", "propagate", "spec_type"),
+        ("GLOBAL_VALUE_TYPES", "check_global_op", "einsum_terms", "global_annotation_violation",
+         "global_cast_violation", "propagate"),
         "global_rules",
     ),
     **dict.fromkeys(
@@ -265,7 +265,7 @@ _DEFINED_IN: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("Entry", "Factor", "MeshAxes", "PartitionSpec", "all_specs", "dual", "global_shape", "mesh_axes",
-         "per_axis_types"),
+         "per_axis_types", "spec_type"),
         "partition_spec",
     ),
     **dict.fromkeys(

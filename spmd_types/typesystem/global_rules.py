@@ -3,7 +3,7 @@
 In global SPMD a program means the single-device program run on the whole
 (global) tensors, followed by a partition.  Every value has a
 :class:`~spmd_types.typesystem.partition_spec.PartitionSpec`; per mesh axis
-that spec is a local SPMD type (:func:`spec_type`): ``S(i)`` on every axis
+that spec is a local SPMD type (:func:`~spmd_types.typesystem.partition_spec.spec_type`): ``S(i)`` on every axis
 that cuts dim ``i`` (each axis of a multi-axis entry such as ``("tp", "cp")``
 too: its ranks hold different pieces of dim ``i``), ``P`` on a partial axis,
 ``R`` elsewhere.  ``V`` has no global meaning: it says that the ranks hold
@@ -12,7 +12,7 @@ different data, not how the data assemble into one tensor.
 A global program is a local program that keeps every value global, so the
 rules here come on top of the local ones (:func:`~spmd_types.typesystem.join.apply_op`):
 
-* **An op keeps the shards** (:func:`global_op_violations`).  On a mesh axis
+* **An op keeps the shards** (:func:`check_global_op`).  On a mesh axis
   on which some operand is ``S(i)``, the result must be a shard again, at the
   dim the layout rules of :mod:`~spmd_types.typesystem.shard_dims` say.  A
   result that varies in no known way (an op along the sharded dim, a merge
@@ -43,26 +43,25 @@ partition, against running it on every rank's pieces).
 from __future__ import annotations
 
 import string
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
-from spmd_types.typesystem.join import Operand, apply_op
+from spmd_types.typesystem.join import Operand, OpOutcome, apply_op
 from spmd_types.typesystem.local_types import WEAK, AxisType, I, P, R, Shard, V
 from spmd_types.typesystem.ops import canonical_param, lookup
 from spmd_types.typesystem.partial_outputs import PARTIAL_OUTPUT_FUNCTIONS, check_partial_output
-from spmd_types.typesystem.partition_spec import Factor, PartitionSpec, mesh_axes, per_axis_types
+from spmd_types.typesystem.partition_spec import Factor, PartitionSpec, spec_type
 from spmd_types.typesystem.shard_dims import POINTWISE_OPS
 from spmd_types.typesystem.spmd_type import SpmdType
 from spmd_types.typesystem.violations import Code, Violation
 
 __all__ = [
     "GLOBAL_VALUE_TYPES",
+    "check_global_op",
     "einsum_terms",
     "global_annotation_violation",
     "global_cast_violation",
-    "global_op_violations",
     "propagate",
-    "spec_type",
 ]
 
 GLOBAL_VALUE_TYPES: Final = "R, I, P or S(i)"
@@ -70,22 +69,14 @@ GLOBAL_VALUE_TYPES: Final = "R, I, P or S(i)"
 
 _PARTIAL_FUNCTION: Final = {
     "torch.einsum": "einsum",
-    **dict.fromkeys(("torch.matmul", "torch.Tensor.matmul", "torch.Tensor.__matmul__", "torch.mm",
-                     "torch.Tensor.mm", "torch.bmm", "torch.Tensor.bmm"), "matmul"),
+    **dict.fromkeys(("torch.matmul", "torch.Tensor.matmul", "torch.Tensor.__matmul__", "torch.Tensor.__rmatmul__",
+                     "torch.mm", "torch.Tensor.mm", "torch.bmm", "torch.Tensor.bmm"), "matmul"),
     "torch.nn.functional.linear": "linear",
     **dict.fromkeys(("torch.sum", "torch.Tensor.sum"), "sum"),
 }
 """Ops whose sum over a sharded dim ``spmd_types.<function>(..., out_partial_axes=...)`` declares pending."""
 
 _FIXED_RANKS: Final = {"torch.mm": (2, 2), "torch.Tensor.mm": (2, 2), "torch.bmm": (3, 3), "torch.Tensor.bmm": (3, 3)}
-
-
-def spec_type(spec: PartitionSpec, others: Iterable[str] = ()) -> SpmdType:
-    """The per-axis types of ``spec``: ``S(i)`` on each axis cutting dim ``i``, ``P`` on its partial axes,
-    and ``R`` on each of ``others`` it does not name (the mesh's other axes, where they are known)."""
-    named = (*spec.axes, *spec.partial)
-    rest = [axis for axis in dict.fromkeys(others) if axis not in named]
-    return per_axis_types(spec, mesh_axes([(axis, 1) for axis in (*named, *rest)]))
 
 
 def global_annotation_violation(declared: SpmdType) -> Violation | None:
@@ -129,7 +120,7 @@ def einsum_terms(op: str, operands: Sequence[Operand], args: Mapping[str, object
             return None
         inputs, output = equation.replace(" ", "").split("->")
         terms = inputs.split(",")
-        if len(terms) != len(operands) or any(len(t) != r for t, r in zip(terms, ranks)):
+        if len(terms) != len(operands) or any(r is not None and len(t) != r for t, r in zip(terms, ranks)):
             return None
         return terms, output
     if None in ranks:
@@ -137,6 +128,9 @@ def einsum_terms(op: str, operands: Sequence[Operand], args: Mapping[str, object
     known = [r for r in ranks if r is not None]
     if op in _FIXED_RANKS and tuple(known) != _FIXED_RANKS[op]:
         return None
+    if op == "torch.Tensor.__rmatmul__" and len(known) == 2:  # other @ input
+        found = _matmul_terms(known[1], known[0])
+        return ([found[0][1], found[0][0]], found[1]) if found is not None else None
     if _PARTIAL_FUNCTION.get(op) == "matmul" and len(known) == 2:
         return _matmul_terms(known[0], known[1])
     if op == "torch.nn.functional.linear":
@@ -167,20 +161,32 @@ def _linear_terms(params: Sequence[str], ranks: Sequence[int]) -> tuple[list[str
     return terms, batch + "n"
 
 
-def global_op_violations(
+def check_global_op(
     op: str,
     operands: Sequence[Operand],
     result: SpmdType,
     args: Mapping[str, object] | None = None,
     out_partial_axes: tuple[str, ...] = (),
-) -> tuple[Violation, ...]:
+) -> OpOutcome:
     """What makes op ``op`` on ``operands`` not global, given its local ``result`` (see the module docstring).
 
-    ``out_partial_axes`` are the axes the call declares pending sums on
-    (``spmd_types.matmul(..., out_partial_axes=...)``).  Axes on which an
-    operand is ``V`` are left alone: the value stopped being global before.
+    The outcome's result is ``result``, unknown on each axis with a violation
+    (so that the mistake is reported once).  ``out_partial_axes`` are the axes
+    the call declares pending sums on (``spmd_types.matmul(..., out_partial_axes=...)``).
+    Axes on which an operand is ``V`` are left alone: the value stopped being
+    global before.
     """
-    args = args or {}
+    found = _op_violations(op, operands, result, args or {}, out_partial_axes)
+    broken = {v.axis for v in found}
+    if broken:
+        result = SpmdType({axis: kind for axis, kind in result.items() if axis not in broken})
+    return OpOutcome(result, found)
+
+
+def _op_violations(
+    op: str, operands: Sequence[Operand], result: SpmdType, args: Mapping[str, object],
+    out_partial_axes: tuple[str, ...],
+) -> tuple[Violation, ...]:
     terms = einsum_terms(op, operands, args)
     axes = dict.fromkeys(axis for o in operands for axis, kind in o.type.items() if isinstance(kind, Shard))
     found: list[Violation] = []
@@ -236,7 +242,13 @@ def _layout(op: str, result: SpmdType, axis: str, out_partial_axes: tuple[str, .
     if result.get(axis) is not V or axis in out_partial_axes:
         return None
     if op in _PARTIAL_FUNCTION:
-        return _implicit_partial(op, axis, f"a dim cut on {axis!r} is summed over (or where it goes cannot be known)")
+        function = _PARTIAL_FUNCTION[op]
+        reason = (f"a dim cut on {axis!r} is summed over, or where it goes depends on the operands' ranks, which "
+                  f"are not known here; if each rank holds a summand, write spmd_types.{function}(..., "
+                  f"out_partial_axes=\"{axis}\") (in global SPMD a pending sum is never implicit); otherwise "
+                  f"write the op with dims that do not depend on the rank (torch.einsum with an equation, "
+                  f"F.linear)")
+        return Violation(Code.GLOBAL, axis, reason, ("V",))
     reason = (f"the result is no longer a partition of the global result on {axis!r} (the op works along, or "
               f"scrambles, the dim cut on {axis!r}, or where it goes cannot be known); gather that dim first "
               f"(all_gather(..., \"{axis}\", src=S(i), dst=R)), or check this function in local SPMD")
@@ -299,7 +311,7 @@ def propagate(
     mismatch = _label_orders(op, typed, operands, args)
     if mismatch is not None:
         return (mismatch,)
-    violations = (*outcome.violations, *global_op_violations(op, typed, outcome.result, args, out_partial_axes))
+    violations = (*outcome.violations, *check_global_op(op, typed, outcome.result, args, out_partial_axes).violations)
     if violations:
         return violations
     result = outcome.result
