@@ -18,6 +18,7 @@ those checkers reject them, and mypy looks up ``"dp"`` in ``R["dp"]`` as a name.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from mypy.plugin import AnalyzeTypeContext
 from mypy.types import (
@@ -70,6 +71,13 @@ class _Bad(Exception):
     """A malformed annotation; the message is for the user."""
 
 
+class _Declared(NamedTuple):
+    """The SPMD type an annotation declares, and the tensor's rank where a ``PartitionSpec`` says it."""
+
+    spmd: SpmdType
+    rank: int | None = None
+
+
 def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> Type:
     """The type an ``Annotated[...]`` or ``Spmd[...]`` annotation stands for.
 
@@ -94,10 +102,10 @@ def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> T
         return base
     if axes_or_type is None:
         return base
-    if isinstance(axes_or_type, tuple):
-        typed = _axis_group(ctx, base, axes_or_type, encoder)
-    else:
+    if isinstance(axes_or_type, _Declared):
         typed = _tensor(ctx, base, axes_or_type, encoder, session.options)
+    else:
+        typed = _axis_group(ctx, base, axes_or_type, encoder)
     if typed is None:
         _stubs_missing(ctx, encoder, session.stubs_warned)
     return typed or base
@@ -115,10 +123,11 @@ def _is_call(item: Type) -> bool:
 
 def _read_metadata(
     ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_form: bool, options: PluginOptions
-) -> SpmdType | tuple[str, ...] | None:
-    """The SPMD type the metadata declares, the axes of its ``Axis[...]`` markers in order, or ``None``."""
+) -> _Declared | tuple[str, ...] | None:
+    """What the metadata declares, the axes of its ``Axis[...]`` markers in order, or ``None``."""
     if is_alias_form:
-        return _read_alias_form(ctx, metadata)
+        alias = _read_alias_form(ctx, metadata)
+        return _Declared(alias) if alias is not None else None
     markers: list[AxisTypes] = []
     specs: list[PartitionSpec] = []
     axes: list[str] = []
@@ -146,10 +155,12 @@ def _read_metadata(
     if len(specs) > 1:
         raise _Bad("an annotation takes one PartitionSpec")
     spmd = _combined([*specs, *markers])
-    if specs and spmd is not None:
-        # The mesh's other axes, where configured, are replicated (markers may say otherwise).
-        spmd = SpmdType({**dict.fromkeys(options.axes, R), **dict(spmd.items())})
-    return spmd
+    if spmd is None:
+        return None
+    if not specs:
+        return _Declared(spmd)
+    # The mesh's other axes, where configured, are replicated (markers may say otherwise).
+    return _Declared(SpmdType({**dict.fromkeys(options.axes, R), **dict(spmd.items())}), len(specs[0]))
 
 
 def _partition_spec(ctx: AnalyzeTypeContext, item: Type) -> PartitionSpec | None:
@@ -266,7 +277,7 @@ def _axis_name(item: UnboundType) -> str:
 
 
 def _tensor(
-    ctx: AnalyzeTypeContext, base: Type, spmd: SpmdType, encoder: Encoder, options: PluginOptions
+    ctx: AnalyzeTypeContext, base: Type, declared: _Declared, encoder: Encoder, options: PluginOptions
 ) -> Type | None:
     """The SPMD-typed tensor; ``base`` after a reported mistake; ``None`` if it cannot be written."""
     proper = get_proper_type(base)
@@ -278,8 +289,8 @@ def _tensor(
         _fail(ctx, f"SPMD types apply to torch.Tensor and nn.Parameter, not to {proper.type.name}",
               Code.ANNOTATION)
         return base
-    _check_axes(ctx, spmd.axes, options)
-    return encoder.tensor(spmd, proper, inferred=False)
+    _check_axes(ctx, declared.spmd.axes, options)
+    return encoder.tensor(declared.spmd, proper, inferred=False, rank=declared.rank)
 
 
 def _axis_group(ctx: AnalyzeTypeContext, base: Type, axes: tuple[str, ...], encoder: Encoder) -> Type | None:

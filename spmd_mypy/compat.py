@@ -110,6 +110,7 @@ __all__ = [
 # and whether it is a declaration (from an annotation) rather than a computed value.
 _SIDE_CHANNEL: Final = "__spmd_type__"
 _DECLARED: Final = "__spmd_declared__"
+_RANK: Final = "__spmd_rank__"
 
 
 def lookup_type_info(modules: dict[str, MypyFile] | None, fullname: str) -> TypeInfo | None:
@@ -501,13 +502,22 @@ def read_side_channel(instance: Instance) -> str | None:
     return None
 
 
-def with_side_channel(instance: Instance, text: str, str_type: Instance, declared: bool) -> Instance:
-    """``instance`` carrying ``text``, and whether it is a declaration, in its side channel."""
+def with_side_channel(instance: Instance, text: str, str_type: Instance, declared: bool,
+                      rank: int | None = None) -> Instance:
+    """``instance`` carrying ``text``, whether it is a declaration, and the tensor's rank if known, in its side channel."""
     attrs: dict[str, Type] = {_SIDE_CHANNEL: LiteralType(text, str_type)}
     if declared:
         attrs[_DECLARED] = LiteralType(True, str_type)
+    if rank is not None:
+        attrs[_RANK] = LiteralType(rank, str_type)
     instance.extra_attrs = ExtraAttrs(attrs, set(), None)
     return instance
+
+
+def read_rank(instance: Instance) -> int | None:
+    """The rank an SPMD-typed Instance carries (a declaration by a ``PartitionSpec``), if any."""
+    value = instance.extra_attrs.attrs.get(_RANK) if instance.extra_attrs is not None else None
+    return value.value if isinstance(value, LiteralType) and isinstance(value.value, int) else None
 
 
 def is_declaration(instance: Instance) -> bool:

@@ -43,6 +43,7 @@ __all__ = [
     "NUMBERS",
     "PARAMETER",
     "PARTITION_SPEC",
+    "REDISTRIBUTE_SPEC",
     "PLACED_DTENSOR",
     "PLACEMENT_CLASSES",
     "PROCESS_GROUP",
@@ -122,6 +123,9 @@ checkers without the plugin accept it; the other two names are the runtime class
 PARTITION_SPEC: Final = frozenset({"spmd_types.PartitionSpec", "spmd_types.typesystem.PartitionSpec",
                                    "spmd_types.typesystem.partition_spec.PartitionSpec"})
 """``PartitionSpec(...)`` in ``Annotated`` metadata (:mod:`spmd_mypy.partition_specs`)."""
+
+REDISTRIBUTE_SPEC: Final = "spmd_types.redistribute_spec"
+"""Typed by the specs it is given (:mod:`spmd_mypy.redistribute_spec`)."""
 
 GLOBAL_SPMD: Final = frozenset({"spmd_types.global_spmd", "spmd_types._checking.global_spmd"})
 """The decorator of a function checked in global SPMD (:mod:`spmd_mypy.global_mode`)."""

@@ -45,6 +45,7 @@ from spmd_mypy import (
     gradual,
     local_map,
     ops,
+    redistribute_spec,
     size_one,
 )
 from spmd_mypy.annotations import analyze
@@ -66,6 +67,7 @@ from spmd_mypy.fullnames import (
     LOCAL_MAP,
     LOCAL_MAP_DECORATOR,
     MESH_RECEIVERS,
+    REDISTRIBUTE_SPEC,
     SPMD_ALIAS,
     TENSOR_PROPERTY_OWNERS,
     TENSOR_RECEIVERS,
@@ -150,6 +152,8 @@ class Router:
             return local_map.check_local_map
         if fullname in GLOBAL_SPMD:
             return global_mode.check_decorated
+        if fullname == REDISTRIBUTE_SPEC:
+            return redistribute_spec.check_redistribute_spec
         if fullname == BUILTIN_SUM:
             return ops.check_builtin_sum
         if fullname in AUTOGRAD_FUNCTIONS:

@@ -1,6 +1,8 @@
-"""Reading ``PartitionSpec("dp", None, ("tp", "cp"))`` in ``Annotated[Tensor, ...]`` metadata.
+"""Reading ``PartitionSpec("dp", None, ("tp", "cp"))``: in ``Annotated[Tensor, ...]`` metadata, and in code.
 
-mypy turns a call in an annotation into a placeholder type that keeps only
+In code (the specs passed to ``redistribute_spec``), :func:`spec_in_code`
+reads mypy's expression: a ``PartitionSpec(...)`` call, or a name bound to
+one at module level.  In an annotation, mypy turns a call in an annotation into a placeholder type that keeps only
 where the call starts: the line of the annotation (the parameter's line, the
 return annotation's line, the line of an annotated assignment) and the
 column of the call.  This module reads the call back from the file's source:
@@ -17,9 +19,24 @@ import functools
 import os
 from collections.abc import Callable, Iterator
 
+from mypy.nodes import (
+    ARG_NAMED,
+    ARG_POS,
+    AssignmentStmt,
+    CallExpr,
+    Expression,
+    IntExpr,
+    MypyFile,
+    NameExpr,
+    RefExpr,
+    StrExpr,
+    TupleExpr,
+)
+
+from spmd_mypy.fullnames import PARTITION_SPEC
 from spmd_types.typesystem import AnnotationError, PartitionSpec
 
-__all__ = ["calls_at", "partition_spec"]
+__all__ = ["calls_at", "partition_spec", "spec_in_code"]
 
 
 def calls_at(path: str, line: int, column: int) -> list[ast.Call]:
@@ -97,6 +114,10 @@ def _evaluate(call: ast.Call) -> PartitionSpec:
         if keyword.arg != "partial":
             raise AnnotationError(f"PartitionSpec takes entries and partial=, got {keyword.arg or '**'}=")
         partial = _literal(keyword.value)
+    return _built(entries, partial)
+
+
+def _built(entries: list[object], partial: object) -> PartitionSpec:
     try:
         return PartitionSpec(*entries, partial=partial)  # type: ignore[arg-type]  # checked by the constructor
     except (TypeError, ValueError) as error:
@@ -110,3 +131,46 @@ def _literal(arg: ast.expr) -> object:
         raise AnnotationError(
             f"PartitionSpec in an annotation takes literal entries (axis names as strings, None, tuples), "
             f"got {ast.unparse(arg)}; the checker cannot know what a name holds") from None
+
+
+class _NotLiteral(Exception):
+    pass
+
+
+def spec_in_code(expr: Expression, modules: dict[str, MypyFile] | None) -> PartitionSpec | None:
+    """The spec ``expr`` builds: a literal ``PartitionSpec(...)`` call, or a module-level name bound to one.
+
+    ``None`` when it is neither, or is malformed (the call raises at run time).
+    """
+    if isinstance(expr, NameExpr) and isinstance(expr.fullname, str) and "." in expr.fullname:
+        module, _, name = expr.fullname.rpartition(".")
+        tree = (modules or {}).get(module)
+        bound = [s.rvalue for s in (tree.defs if tree is not None else ())
+                 if isinstance(s, AssignmentStmt) and len(s.lvalues) == 1 and isinstance(s.lvalues[0], NameExpr)
+                 and s.lvalues[0].name == name]
+        expr = bound[-1] if len(bound) == 1 else expr
+    if not (isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in PARTITION_SPEC):
+        return None
+    entries: list[object] = []
+    partial: object = ()
+    try:
+        for kind, name, arg in zip(expr.arg_kinds, expr.arg_names, expr.args):
+            if kind == ARG_POS:
+                entries.append(_value(arg))
+            elif kind == ARG_NAMED and name == "partial":
+                partial = _value(arg)
+            else:
+                return None
+        return _built(entries, partial)
+    except (_NotLiteral, AnnotationError):
+        return None
+
+
+def _value(expr: Expression) -> object:
+    if isinstance(expr, (StrExpr, IntExpr)):
+        return expr.value
+    if isinstance(expr, NameExpr) and expr.fullname == "builtins.None":
+        return None
+    if isinstance(expr, TupleExpr):
+        return tuple(_value(item) for item in expr.items)
+    raise _NotLiteral

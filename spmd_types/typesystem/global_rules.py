@@ -110,10 +110,11 @@ def einsum_terms(op: str, operands: Sequence[Operand], args: Mapping[str, object
     """The op as an einsum equation over its tensor operands (one term each, Python numbers ``""``), or ``None``.
 
     einsum with a literal equation without ``...``; ``matmul``, ``mm``,
-    ``bmm`` and ``linear`` (with its bias) at known ranks; broadcasting
-    pointwise ops at known ranks (dims aligned from the last).
+    ``bmm``, ``linear`` (with its bias) and ``sum`` over literal dims at known ranks; broadcasting
+    pointwise ops at known ranks (dims aligned from the last).  An operand's
+    rank is its ``ndim``, else the length of its ``shape``.
     """
-    ranks = [o.ndim for o in operands]
+    ranks = [o.ndim if o.ndim is not None else len(o.shape) if o.shape is not None else None for o in operands]
     if op == "torch.einsum":
         equation = args.get("equation")
         if not isinstance(equation, str) or "->" not in equation or "." in equation:
@@ -135,6 +136,8 @@ def einsum_terms(op: str, operands: Sequence[Operand], args: Mapping[str, object
         return _matmul_terms(known[0], known[1])
     if op == "torch.nn.functional.linear":
         return _linear_terms([canonical_param(o.param) for o in operands], known)
+    if _PARTIAL_FUNCTION.get(op) == "sum" and len(known) == 1:
+        return _sum_terms(known[0], args)
     if op in POINTWISE_OPS:
         out = string.ascii_lowercase[: max(known, default=0)]
         return [out[len(out) - r:] if r else "" for r in known], out
@@ -148,6 +151,18 @@ def _matmul_terms(a: int, b: int) -> tuple[list[str], str] | None:
     left = batch[len(batch) - max(a - 2, 0):] + ("mk" if a >= 2 else "k")
     right = batch[len(batch) - max(b - 2, 0):] + ("kn" if b >= 2 else "k")
     return [left, right], batch + ("m" if a >= 2 else "") + ("n" if b >= 2 else "")
+
+
+def _sum_terms(rank: int, args: Mapping[str, object]) -> tuple[list[str], str] | None:
+    """``sum(x, dim)`` of a rank-``rank`` tensor: the summed dims leave the output (with ``keepdim``: unread)."""
+    term = string.ascii_lowercase[:rank]
+    dim = args.get("dim")
+    dims = (dim,) if isinstance(dim, int) else dim if isinstance(dim, tuple) else tuple(range(rank)) \
+        if dim is None else None
+    if dims is None or args.get("keepdim") or not all(isinstance(d, int) and -rank <= d < rank for d in dims):
+        return None
+    summed = {d % rank for d in dims if isinstance(d, int)}
+    return [term], "".join(label for k, label in enumerate(term) if k not in summed)
 
 
 def _linear_terms(params: Sequence[str], ranks: Sequence[int]) -> tuple[list[str], str] | None:

@@ -107,8 +107,8 @@ def redistribute(
     out_dtype: torch.dtype | None = None,
     grad_comm_dtype: torch.dtype | None = None,
 ) -> torch.Tensor: ...
-# Typed loosely: the checker does not follow partition specs yet, so the result is a plain Tensor
-# (unknown on every axis) and the argument any Tensor.
+# The plugin types the result by dst and checks x against src where both are literal specs
+# (spmd_mypy/redistribute_spec.py); otherwise the result is a plain Tensor, unknown on every axis.
 def redistribute_spec(x: torch.Tensor, src: PartitionSpec, dst: PartitionSpec) -> torch.Tensor: ...
 def reinterpret(x: torch.Tensor, axis: _AxisLike, *, src: _Endpoint, dst: _Endpoint) -> torch.Tensor: ...
 def convert(

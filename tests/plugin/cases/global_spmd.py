@@ -26,7 +26,8 @@ def row_parallel(
 def implicit_partial(
     x: Annotated[Tensor, PartitionSpec("dp", "tp")], w: Annotated[Tensor, PartitionSpec(None, "tp")]
 ) -> Annotated[Tensor, PartitionSpec("dp", None, partial="tp")]:
-    y = F.linear(x, w)  # E: [spmd-global] torch.nn.functional.linear on axis 'tp': a dim cut on 'tp' is summed over
+    y = F.linear(x, w)  # E: [spmd-global] torch.nn.functional.linear on axis 'tp': dim 'k' is summed over and cut on 'tp'
+
     return reinterpret(y, "tp", src=V, dst=P)  # E: [spmd-global] only the shard-preserving variants
 
 
@@ -91,7 +92,7 @@ def along_the_shard(x: Annotated[Tensor, PartitionSpec(None, "tp")]) -> Annotate
 def bias_held_whole(
     x: Annotated[Tensor, PartitionSpec(None, "tp")], b: Annotated[Tensor, PartitionSpec(None), R["tp"]]
 ) -> Annotated[Tensor, PartitionSpec(None, "tp")]:
-    return x + b  # E: [spmd-global] no longer a partition of the global result
+    return x + b  # E: [spmd-global] holds whole
 
 
 @global_spmd
