@@ -504,7 +504,7 @@ def read_side_channel(instance: Instance) -> str | None:
 
 def with_side_channel(instance: Instance, text: str, str_type: Instance, declared: bool,
                       rank: int | None = None) -> Instance:
-    """``instance`` carrying ``text``, whether it is a declaration, and the tensor's rank if known, in its side channel."""
+    """``instance`` carrying ``text``, whether it is a declaration, and the rank if known, in its side channel."""
     attrs: dict[str, Type] = {_SIDE_CHANNEL: LiteralType(text, str_type)}
     if declared:
         attrs[_DECLARED] = LiteralType(True, str_type)

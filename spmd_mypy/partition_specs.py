@@ -154,10 +154,10 @@ def spec_in_code(expr: Expression, modules: dict[str, MypyFile] | None) -> Parti
     entries: list[object] = []
     partial: object = ()
     try:
-        for kind, name, arg in zip(expr.arg_kinds, expr.arg_names, expr.args):
+        for kind, keyword, arg in zip(expr.arg_kinds, expr.arg_names, expr.args):
             if kind == ARG_POS:
                 entries.append(_value(arg))
-            elif kind == ARG_NAMED and name == "partial":
+            elif kind == ARG_NAMED and keyword == "partial":
                 partial = _value(arg)
             else:
                 return None
