@@ -42,6 +42,7 @@ partition, against running it on every rank's pieces).
 
 from __future__ import annotations
 
+import itertools
 import string
 from collections.abc import Mapping, Sequence
 from typing import Final
@@ -51,7 +52,7 @@ from spmd_types.typesystem.local_types import WEAK, AxisType, I, P, R, Shard, V
 from spmd_types.typesystem.ops import canonical_param, lookup
 from spmd_types.typesystem.partial_outputs import PARTIAL_OUTPUT_FUNCTIONS, check_partial_output
 from spmd_types.typesystem.partition_spec import Factor, PartitionSpec, spec_type
-from spmd_types.typesystem.shard_dims import POINTWISE_OPS
+from spmd_types.typesystem.shard_dims import POINTWISE_OPS, LayoutCall, result_dim
 from spmd_types.typesystem.spmd_type import SpmdType
 from spmd_types.typesystem.violations import Code, Violation
 
@@ -75,6 +76,9 @@ _PARTIAL_FUNCTION: Final = {
     **dict.fromkeys(("torch.sum", "torch.Tensor.sum"), "sum"),
 }
 """Ops whose sum over a sharded dim ``spmd_types.<function>(..., out_partial_axes=...)`` declares pending."""
+
+_RANKS_TRIED: Final = 4
+"""Ranks tried for an operand whose rank is not known, where a rule depends on it."""
 
 _FIXED_RANKS: Final = {"torch.mm": (2, 2), "torch.Tensor.mm": (2, 2), "torch.bmm": (3, 3), "torch.Tensor.bmm": (3, 3)}
 
@@ -210,7 +214,7 @@ def _op_violations(
         if V in on_axis:
             continue
         problem = (_contraction(op, terms, operands, on_axis, axis, out_partial_axes) if terms is not None
-                   else _layout(op, result, axis, out_partial_axes))
+                   else _layout(op, operands, result, axis, args, out_partial_axes))
         if problem is not None:
             found.append(problem)
     return tuple(found)
@@ -253,21 +257,44 @@ def _contraction(
     return _implicit_partial(op, axis, f"dim {label!r} is summed over and cut on {axis!r}", biased)
 
 
-def _layout(op: str, result: SpmdType, axis: str, out_partial_axes: tuple[str, ...]) -> Violation | None:
-    if result.get(axis) is not V or axis in out_partial_axes:
+def _layout(
+    op: str, operands: Sequence[Operand], result: SpmdType, axis: str, args: Mapping[str, object],
+    out_partial_axes: tuple[str, ...],
+) -> Violation | None:
+    """The op's result on ``axis`` where no einsum reading applies: an error where it is no shard at any rank."""
+    if result.get(axis) is not V or axis in out_partial_axes or _shard_at_some_rank(op, operands, axis, args):
         return None
     if op in _PARTIAL_FUNCTION:
-        function = _PARTIAL_FUNCTION[op]
-        reason = (f"a dim cut on {axis!r} is summed over, or where it goes depends on the operands' ranks, which "
-                  f"are not known here; if each rank holds a summand, write spmd_types.{function}(..., "
-                  f"out_partial_axes=\"{axis}\") (in global SPMD a pending sum is never implicit); otherwise "
-                  f"write the op with dims that do not depend on the rank (torch.einsum with an equation, "
-                  f"F.linear)")
+        reason = (f"a dim cut on {axis!r} is summed over, so no rank holds a piece of the global result; where "
+                  f"every operand is cut along that dim on {axis!r}, each rank holds a summand, and in global SPMD "
+                  f"a pending sum is never implicit: write spmd_types.{_PARTIAL_FUNCTION[op]}(..., "
+                  f"out_partial_axes=\"{axis}\")")
         return Violation(Code.GLOBAL, axis, reason, ("V",))
     reason = (f"the result is no longer a partition of the global result on {axis!r} (the op works along, or "
-              f"scrambles, the dim cut on {axis!r}, or where it goes cannot be known); gather that dim first "
+              f"scrambles, the dim cut on {axis!r}); gather that dim first "
               f"(all_gather(..., \"{axis}\", src=S(i), dst=R)), or check this function in local SPMD")
     return Violation(Code.GLOBAL, axis, reason, ("V",))
+
+
+def _shard_at_some_rank(op: str, operands: Sequence[Operand], axis: str, args: Mapping[str, object]) -> bool:
+    """Whether, for some ranks of the operands whose rank is not known, the op's result is a shard on ``axis``.
+
+    Where it is, the rank decides, and the value is left gradual (``V``), as
+    in local SPMD; runtime checking, which knows every shape, decides there.
+    """
+    sharded = {k: kind.dim for k, o in enumerate(operands) if isinstance(kind := o.type.get(axis), Shard)}
+    known = [o.ndim if o.ndim is not None else len(o.shape) if o.shape is not None else None for o in operands]
+    unknown = [k for k, rank in enumerate(known) if rank is None]
+    if not unknown:
+        return False
+    params = tuple(o.param for o in operands)
+    for ranks in itertools.product(range(1, _RANKS_TRIED + 1), repeat=len(unknown)):
+        tried = list(known)
+        for k, rank in zip(unknown, ranks):
+            tried[k] = rank
+        if isinstance(result_dim(op, sharded, LayoutCall(args, params, tuple(tried))), int):
+            return True
+    return False
 
 
 def _implicit_partial(op: str, axis: str, what: str, biased: bool = False) -> Violation:

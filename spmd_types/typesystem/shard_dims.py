@@ -711,9 +711,18 @@ def _embedding(sharded: Mapping[int, int], call: LayoutCall) -> int | Broken | N
     return None
 
 
+def _rmatmul(sharded: Mapping[int, int], call: LayoutCall) -> int | None:
+    """``other @ input`` (``Tensor.__rmatmul__``): ``matmul`` with the operands in their written order."""
+    swapped = {1 - position: dim for position, dim in sharded.items() if position in (0, 1)}
+    if len(swapped) != len(sharded):
+        return None
+    return _matmul(swapped, replace(call, ranks=(call.rank(1), call.rank(0))))
+
+
 _CONTRACTIONS: Final[dict[str, Callable[[Mapping[int, int], LayoutCall], int | Broken | None]]] = {
     "torch.nn.functional.linear": _linear,
     **dict.fromkeys(("torch.matmul", "torch.Tensor.matmul", "torch.Tensor.__matmul__"), _matmul),
+    "torch.Tensor.__rmatmul__": _rmatmul,
     **dict.fromkeys(("torch.mm", "torch.Tensor.mm"), _fixed_rank(2, 2)),
     **dict.fromkeys(("torch.bmm", "torch.Tensor.bmm"), _fixed_rank(3, 3)),
     "torch.einsum": _einsum,

@@ -53,10 +53,17 @@ def column_parallel_einsum(
 
 
 @global_spmd
-def rank_not_known(
+def rank_not_known_is_gradual(
     x: Annotated[Tensor, PartitionSpec("dp", None), R["tp"]], w: Annotated[Tensor, PartitionSpec("tp", None)]
 ) -> Annotated[Tensor, PartitionSpec("dp", "tp")]:
-    return x @ w.T  # E: [spmd-global] depends on the operands' ranks
+    return x @ w.T  # OK: w.T has no known rank, and at rank 1 its dim would be summed over: gradual, as in local SPMD
+
+
+@global_spmd
+def contracted_without_ranks(
+    x: Annotated[Tensor, S["tp", -1]], w: Annotated[Tensor, S["tp", 0]]
+) -> Annotated[Tensor, P["tp"]]:
+    return x @ w  # E: [spmd-global] a dim cut on 'tp' is summed over, so no rank holds a piece of the global result
 
 
 @global_spmd
