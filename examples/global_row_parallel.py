@@ -9,22 +9,26 @@ that these products are summands of the layer's output.
 In global SPMD a program means the single-device program on the whole
 tensors, partitioned as its annotations say; here the annotations are
 partition specs, in the design's notation (``dp`` cuts the batch, ``tp`` the
-features)::
+features), and the output is wanted whole on every rank (for a loss that
+every rank computes)::
 
     x       f32[8@dp,12@tp]
     weight  f32[6,12@tp]                                  (replicated over dp)
     y = spmd.linear(x, weight, out_partial_axes="tp")     f32[8@dp,6]+tp
-    out = redistribute_spec(y, ..., PartitionSpec("dp", None))
-                                                          f32[8@dp,6]
-                                  fwd: all-reduce over tp, bwd: nothing
+    out = redistribute_spec(y, PENDING_SUM, WHOLE)        f32[8,6]
+                fwd: all-reduce over tp, all-gather over dp
+                bwd: reduce-scatter over dp
 
 ``F.linear(x, weight)`` alone is an error in a ``@global_spmd`` function:
 the features it sums over are cut over ``tp``, so no rank's product is a
 piece of the global product, and a pending sum is never implicit.
 ``out_partial_axes="tp"`` says, in the same call, that the products are
-summands (``P`` on ``tp``); ``redistribute_spec`` then resolves the sum with
-the collective the planner picks, one all-reduce over ``tp``.  Forgetting it
-is ``examples/bugs/global_row_parallel_implicit_partial.py``.
+summands (``P`` on ``tp``); ``redistribute_spec`` then resolves the sum and
+gathers the batch with the collectives the planner picks.  Doing the last
+step by hand with the ``V`` variant of ``all_gather``, which stacks the
+ranks' pieces along a new dim instead of joining them along the batch, is
+``examples/bugs/global_row_parallel_gather_as_varying.py``: local SPMD
+accepts it, global SPMD does not.
 
 Run it on 2x2 simulated ranks and compare with one device::
 
@@ -45,7 +49,7 @@ from examples.comparison import ModuleExample
 from spmd_types import PartitionSpec, R, axis_size, global_spmd, redistribute_spec
 
 PENDING_SUM = PartitionSpec("dp", None, partial="tp")  # f32[8@dp,6]+tp
-ROWS = PartitionSpec("dp", None)  # f32[8@dp,6]
+WHOLE = PartitionSpec(None, None)  # f32[8,6] on every rank
 
 
 class GlobalRowParallelLinear(nn.Module):
@@ -60,9 +64,9 @@ class GlobalRowParallelLinear(nn.Module):
     @global_spmd
     def forward(
         self, x: Annotated[Tensor, PartitionSpec("dp", "tp")]
-    ) -> Annotated[Tensor, PartitionSpec("dp", None), R["tp"]]:
+    ) -> Annotated[Tensor, PartitionSpec(None, None), R["dp", "tp"]]:
         y = spmd.linear(x, self.weight, out_partial_axes="tp")  # the global product, a pending sum over tp
-        return redistribute_spec(y, PENDING_SUM, ROWS)
+        return redistribute_spec(y, PENDING_SUM, WHOLE)
 
 
 def reference(params: Mapping[str, Tensor], x: Tensor) -> Tensor:

@@ -138,8 +138,8 @@ def apply_call(
         report_divergent(verdict, x_expr, found)  # a branch or loop iteration the call may mistake
     verdict.report(violations, ctx.context, where or call, (value,), value)
     not_global = global_mode.cast_violations(session, ctx.api, ctx.context, call, axes, src_used,
-                                             dst if dst is not None else CALLS[call].dst_default)
-    verdict.report(not_global, ctx.context, where or call, (value,), value)
+                                             dst if dst is not None else CALLS[call].dst_default, have)
+    verdict.report(_replacing(not_global, call, written), ctx.context, where or call, (value,), value)
     if x_expr is not None and src_used is not None:
         # A replicated summand added to per-rank values is counted once per rank on each axis summed over.
         for name in axes:

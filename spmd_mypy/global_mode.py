@@ -62,11 +62,14 @@ def cast_violations(
     axes: Sequence[str],
     src: Endpoint | None,
     dst: Endpoint | None,
+    have: SpmdType,
 ) -> tuple[Violation, ...]:
-    """Why collective or cast ``call`` at ``where`` is not shard-preserving, in a global function; else nothing."""
+    """Why collective or cast ``call`` at ``where`` is not shard-preserving, in a global function; else nothing.
+
+    ``have`` is the input's type."""
     if not files.in_global_mode(session, api, where):
         return ()
-    found = (global_cast_violation(call, axis, src, dst) for axis in axes)
+    found = (global_cast_violation(call, axis, src, dst, have.get(axis)) for axis in axes)
     return tuple(v for v in found if v is not None)
 
 

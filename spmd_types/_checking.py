@@ -296,7 +296,7 @@ class TypeTracker:
         result, violations = _check_call_on_axes(call, axes, have, src, dst, op)
         self._report(violations, where, (value,), value)
         if self._global:
-            found = (global_cast_violation(call, axis, src, dst) for axis in axes)
+            found = (global_cast_violation(call, axis, src, dst, have.get(axis)) for axis in axes)
             self._report(tuple(v for v in found if v is not None), where, (value,), value)
         self._check_summed(call, axes, x, src, dst, op)
         out = run()

@@ -45,8 +45,10 @@ from __future__ import annotations
 import itertools
 import string
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Final
 
+from spmd_types.typesystem.collectives import Endpoint, fix
 from spmd_types.typesystem.join import Operand, OpOutcome, apply_op
 from spmd_types.typesystem.local_types import WEAK, AxisType, I, P, R, Shard, V
 from spmd_types.typesystem.ops import canonical_param, lookup
@@ -95,13 +97,22 @@ def global_annotation_violation(declared: SpmdType) -> Violation | None:
     return Violation(Code.GLOBAL, axis, reason, ("V",))
 
 
-def global_cast_violation(name: str, axis: str, src: AxisType | None, dst: AxisType | None) -> Violation | None:
-    """Why collective or cast ``name`` with ``src`` and ``dst`` on ``axis`` is not global, or ``None``."""
+def global_cast_violation(
+    name: str, axis: str, src: Endpoint | None, dst: Endpoint | None, have: AxisType | None = None
+) -> Violation | None:
+    """Why collective or cast ``name`` with ``src`` and ``dst`` on ``axis`` is not global, or ``None``.
+
+    ``have`` is the input's type on ``axis``: where ``src=V`` is given for an
+    input that is ``S(i)``, the fix is the call with ``src=S(i)``.
+    """
     if src is V or dst is V:
         reason = (f"in global SPMD only the shard-preserving variants of {name} are defined (src and dst "
                   f"among {GLOBAL_VALUE_TYPES}): with V the spec cannot say how the ranks' pieces assemble; "
                   f"write src=S(i) or dst=S(i) for the dim the pieces are cut along")
-        return Violation(Code.GLOBAL, axis, reason, tuple(t.code for t in (src, dst) if t is not None))
+        offered = fix(name, have, dst, axis) if src is V and isinstance(have, Shard) and dst is not V \
+            and dst is not None else None
+        fixes = (replace(offered, replaces=name),) if offered is not None else ()
+        return Violation(Code.GLOBAL, axis, reason, tuple(t.code for t in (src, dst) if t is not None), (), fixes)
     if name == "reinterpret" and src is not None and dst is not None and not {src, dst} <= {R, I}:
         reason = (f"reinterpret from {src.code} to {dst.code} changes the global value (it keeps each rank's data "
                   f"and changes what the ranks' data mean); in global SPMD use convert, which keeps the value, "
