@@ -107,8 +107,10 @@ def gathered(x: Annotated[Tensor, PartitionSpec(None, "tp")]) -> Annotated[Tenso
     return all_gather(x, "tp", src=S(1), dst=R)  # OK
 
 
+# The result is left untyped: the fix tester's reference, the function's own run on one rank, stacks the
+# pieces as the bug does (examples/bugs/global_row_parallel_gather_as_varying.py runs the fix against one device).
 @global_spmd
-def gathered_as_varying(x: Annotated[Tensor, PartitionSpec(None, "tp")]) -> Annotated[Tensor, R["tp"]]:
+def gathered_as_varying(x: Annotated[Tensor, PartitionSpec(None, "tp")]) -> Tensor:
     return all_gather(x, "tp", src=V, dst=R)  # E: [spmd-global] only the shard-preserving variants
 
 
