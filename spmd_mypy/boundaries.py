@@ -282,9 +282,11 @@ def _as_computed(session: Session, api: CheckerPluginInterface, typ: Type) -> Ty
     The declaration belongs to the callee; in the caller the result is a value
     like any other, so ``a = f(x)`` does not make ``a`` declared, and without
     ``allow_redefinition`` ``a`` can still be re-bound (see
-    :mod:`spmd_mypy.encoding`).
+    :mod:`spmd_mypy.encoding`); nor does ``a, b = f(x)`` for a tuple result.
     """
     proper = get_proper_type(typ)
+    if isinstance(proper, TupleType):
+        return proper.copy_modified(items=[_as_computed(session, api, item) for item in proper.items])
     if not isinstance(proper, Instance) or proper.type.fullname not in SPMD_TENSORS or not is_declaration(proper):
         return typ
     spmd = Encoder.read(proper)
@@ -335,10 +337,20 @@ def _compare(session: Session, api: CheckerPluginInterface, verdict: Verdict, ac
         if len(members) == 1:
             return _compare(session, api, verdict, actual, members[0], expr)
     if isinstance(want, Instance) and isinstance(have, Instance) and want.type == have.type:
-        return [v for a, f in zip(have.args, want.args) for v in _compare(session, api, verdict, a, f, expr)]
+        return [_in_elements(v) for a, f in zip(have.args, want.args)
+                for v in _compare(session, api, verdict, a, f, expr)]
     if isinstance(want, TupleType) and isinstance(have, TupleType) and len(want.items) == len(have.items):
-        return [v for a, f in zip(have.items, want.items) for v in _compare(session, api, verdict, a, f, expr)]
+        return [_in_elements(v) for a, f in zip(have.items, want.items)
+                for v in _compare(session, api, verdict, a, f, expr)]
     return []
+
+
+def _in_elements(violation: Violation) -> Violation:
+    """A violation of a container's elements: a call on the container would not fix it; say what does in words."""
+    if not violation.fixes:
+        return violation
+    calls = " or ".join(fix.call.format(x="element") for fix in violation.fixes)
+    return replace(violation, reason=f"{violation.reason} in its elements (each element needs {calls})", fixes=())
 
 
 def _compare_groups(have: ProperType, want: Instance) -> list[Violation]:
@@ -377,6 +389,8 @@ def fit_declared(
         where = RETURN_VALUE  # the second: a copy of a method for a value of its class's type variable
     elif _is_declaration(expected) and not files.assigned_to_inferred(session, api, context):
         where = "value of a declared type"
+    elif _is_declaration(expected):
+        return _kept(session, api, result)  # a parameter that allow_redefinition lets be re-bound
     else:
         return result
     declared, value = Encoder.read(expected), Encoder.read(result)
@@ -400,8 +414,18 @@ def fit_declared(
     value_name = source(context) if isinstance(context, Expression) else None
     verdict.report(violations, context, where, operands, value=value_name, speculative=verdict.speculative)
     # A value that fits and that mypy accepts as it is keeps its own type, so that a declared
-    # variable re-bound to it is narrowed to it (x = all_reduce(x, ..., op="max") is a constant).
-    return result if not violations and _any_argument(result) else expected
+    # variable re-bound to it is narrowed to it.
+    return _kept(session, api, result) if not violations and _any_argument(result) else expected
+
+
+def _kept(session: Session, api: CheckerPluginInterface, result: Type) -> Type:
+    """``result`` as it goes into a declared variable: a constant is written so that mypy narrows the
+    variable to it (``x = all_reduce(x, "tp", src=V, dst=R, op="max")``; see :meth:`Encoder.tensor`)."""
+    proper = get_proper_type(result)
+    value = Encoder.read(proper)
+    if not isinstance(proper, Instance) or not isinstance(value, SpmdType) or not proper.type.bases:
+        return result
+    return Encoder.for_checker(session, api).tensor(value, proper.type.bases[0], inferred=True, kept=True) or result
 
 
 def _optional_item(typ: Type) -> Type:

@@ -114,6 +114,7 @@ __all__ = [
 # and whether it is a declaration (from an annotation) rather than a computed value.
 _SIDE_CHANNEL: Final = "__spmd_type__"
 _DECLARED: Final = "__spmd_declared__"
+_RANK: Final = "__spmd_rank__"
 
 
 def lookup_type_info(modules: dict[str, MypyFile] | None, fullname: str) -> TypeInfo | None:
@@ -195,13 +196,22 @@ def inferred_assignments(tree: MypyFile, parameters: bool) -> set[Expression]:
         if parameters and isinstance(node, FuncDef):
             names = frozenset(argument.variable.name for argument in node.arguments)
         if isinstance(node, AssignmentStmt) and node.type is None and all(
-            isinstance(target, NameExpr) and isinstance(target.node, Var)
-            and (target.node.is_inferred or target.name in names)
-            for target in node.lvalues
+            _names_inferred(target, names) for target in node.lvalues
         ):
             found.add(node.rvalue)
+            if isinstance(node.rvalue, (TupleExpr, ListExpr)):  # a, b = x, y: each value goes to a name
+                found.update(node.rvalue.items)
         pending.extend((child, names) for child in _nested_statements(node))
     return found
+
+
+def _names_inferred(target: Expression, parameters: frozenset[str]) -> bool:
+    """Whether assignment target ``target`` names only variables whose type mypy infers, or ``parameters``
+    (``a``, and ``a, b`` of a tuple unpacking)."""
+    if isinstance(target, (TupleExpr, ListExpr)):
+        return all(_names_inferred(item, parameters) for item in target.items)
+    return (isinstance(target, NameExpr) and isinstance(target.node, Var)
+            and (target.node.is_inferred or target.name in parameters))
 
 
 # The methods of a custom autograd Function, which run without recording a graph.
@@ -210,8 +220,8 @@ _FUNCTION_METHODS: Final = frozenset({"forward", "backward", "setup_context", "j
 
 def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
     """The line spans where no autograd runs: ``with torch.no_grad():`` bodies, functions decorated
-    with it, and the methods of custom ``torch.autograd.Function`` classes.  Empty if the tree
-    cannot be walked."""
+    with it, the methods of custom ``torch.autograd.Function`` classes, and the functions of the file
+    called only from there (:func:`_helpers_without_autograd`).  Empty if the tree cannot be walked."""
     spans: list[tuple[int, int]] = []
     for node in statements_in(tree):
         if isinstance(node, WithStmt) and any(_is_no_grad(expr) for expr in node.expr):
@@ -223,6 +233,47 @@ def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
                 function = method.func if isinstance(method, Decorator) else method
                 if isinstance(function, FuncDef) and function.name in _FUNCTION_METHODS:
                     spans.append((function.line, function.end_line or function.line))
+    return _helpers_without_autograd(tree, spans) if spans else spans
+
+
+def _helpers_without_autograd(tree: MypyFile, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans``, and the spans of the functions of the file that run only inside them.
+
+    Megatron's ``_VocabParallelCrossEntropy.forward`` calls static helpers of
+    another class (``VocabParallelCrossEntropy.calculate_cross_entropy_loss``),
+    which run without autograd too.  A function qualifies when every use of its
+    name in the file is a call made inside a span (found so far: helpers of
+    helpers count), and there is one; matching is by name, so a name used any
+    other way (a variable, a function passed as a value) keeps its functions
+    out.  ``forward`` and dunder methods, which modules and operators call
+    without naming them, never qualify.  Calls from other files are not seen.
+    """
+    functions: dict[str, list[FuncDef]] = {}
+    for node in statements_in(tree):
+        function = node.func if isinstance(node, Decorator) else node
+        if isinstance(function, FuncDef) and function.name != "forward" and not function.name.startswith("__"):
+            functions.setdefault(function.name, []).append(function)
+    expressions = subexpressions(tree)
+    callees = {id(expr.callee) for expr in expressions if isinstance(expr, CallExpr)}
+    uses: dict[str, list[tuple[int, bool]]] = {}
+    for expr in expressions:
+        if isinstance(expr, (NameExpr, MemberExpr)) and expr.name in functions:
+            uses.setdefault(expr.name, []).append((expr.line, id(expr) in callees))
+    found = list(spans)
+    while qualified := [name for name in functions if uses.get(name) and all(
+            called and any(first <= line <= last for first, last in found) for line, called in uses[name])]:
+        for name in qualified:
+            found += [(f.line, f.end_line or f.line) for f in functions.pop(name)]
+    return found
+
+
+def decorated_spans(tree: MypyFile, decorators: frozenset[str]) -> list[tuple[int, int]]:
+    """The line spans of the functions (and methods) decorated with one of ``decorators`` (full names)."""
+    spans: list[tuple[int, int]] = []
+    for node in statements_in(tree):
+        if isinstance(node, Decorator) and any(isinstance(expr, RefExpr) and expr.fullname in decorators
+                                               for expr in node.decorators):
+            spans.append((node.func.line, node.func.end_line or node.func.line))
     return spans
 
 
@@ -570,13 +621,22 @@ def read_side_channel(instance: Instance) -> str | None:
     return None
 
 
-def with_side_channel(instance: Instance, text: str, str_type: Instance, declared: bool) -> Instance:
-    """``instance`` carrying ``text``, and whether it is a declaration, in its side channel."""
+def with_side_channel(instance: Instance, text: str, str_type: Instance, declared: bool,
+                      rank: int | None = None) -> Instance:
+    """``instance`` carrying ``text``, whether it is a declaration, and the rank if known, in its side channel."""
     attrs: dict[str, Type] = {_SIDE_CHANNEL: LiteralType(text, str_type)}
     if declared:
         attrs[_DECLARED] = LiteralType(True, str_type)
+    if rank is not None:
+        attrs[_RANK] = LiteralType(rank, str_type)
     instance.extra_attrs = ExtraAttrs(attrs, set(), None)
     return instance
+
+
+def read_rank(instance: Instance) -> int | None:
+    """The rank an SPMD-typed Instance carries (a declaration by a ``PartitionSpec``), if any."""
+    value = instance.extra_attrs.attrs.get(_RANK) if instance.extra_attrs is not None else None
+    return value.value if isinstance(value, LiteralType) and isinstance(value.value, int) else None
 
 
 def is_declaration(instance: Instance) -> bool:

@@ -37,11 +37,12 @@ from mypy.types import (
     LiteralType,
     Type,
     TypeOfAny,
+    UninhabitedType,
     UnionType,
     get_proper_type,
 )
 
-from spmd_mypy.compat import lookup_type_info, read_side_channel, with_side_channel
+from spmd_mypy.compat import lookup_type_info, read_rank, read_side_channel, with_side_channel
 from spmd_mypy.fullnames import (
     AXIS_GROUP,
     LOCAL_MAP_DECORATOR,
@@ -121,6 +122,12 @@ class Encoder:
         return None
 
     @staticmethod
+    def rank(typ: Type) -> int | None:
+        """The rank of an SPMD-typed tensor whose declaration says it (a ``PartitionSpec``); else ``None``."""
+        proper = get_proper_type(typ)
+        return read_rank(proper) if isinstance(proper, Instance) else None
+
+    @staticmethod
     def read_axis(typ: Type) -> str | None:
         """The mesh axis of a process group typed ``AxisGroup[Literal["tp"]]``."""
         return _literal_arg(typ, AXIS_GROUP)
@@ -156,12 +163,20 @@ class Encoder:
             return None
         return package.path
 
-    def tensor(self, spmd: SpmdType, base: Instance, *, inferred: bool) -> Instance | None:
-        """``base`` (a tensor instance) carrying ``spmd``; ``None`` if the phantoms are not loaded.
+    def tensor(self, spmd: SpmdType, base: Instance, *, inferred: bool, kept: bool = False,
+               rank: int | None = None) -> Instance | None:
+        """``base`` (a tensor instance) carrying ``spmd`` (and ``rank``, where known); ``None`` if the phantoms are
+        not loaded.
 
         ``inferred`` marks a value computed by the plugin, which is written
         ``SpmdTensor[Any]`` where variables cannot be re-typed (see the module
-        docstring); declarations are always exact.
+        docstring); declarations are always exact.  A type that lists no axis
+        but constants is ``SpmdTensor[Any]`` too, unless ``kept``: the value
+        goes into a declared variable (``x = all_reduce(x, "tp", src=V, dst=R,
+        op="max")``, ``x`` a parameter).  mypy joins a declaration with an
+        assigned type that contains ``Any``, so there the constant is written
+        ``SpmdTensor[Never]``: a subtype of every SPMD type (the argument is
+        covariant), which mypy narrows the variable to.
         """
         name = SPMD_PARAMETER if base.type.has_base(PARAMETER) else SPMD_TENSOR
         info = lookup_type_info(self._modules, name)
@@ -172,11 +187,14 @@ class Encoder:
             for axis, kind in spmd.items()
             if not isinstance(kind, Constant)
         ]
-        if not items or (inferred and self._rebindable):
-            arg: Type = AnyType(TypeOfAny.special_form)
+        arg: Type
+        if not items:
+            arg = UninhabitedType() if kept and not spmd.is_unknown else AnyType(TypeOfAny.special_form)
+        elif inferred and self._rebindable:
+            arg = AnyType(TypeOfAny.special_form)
         else:
             arg = items[0] if len(items) == 1 else UnionType(items)
-        return with_side_channel(Instance(info, [arg]), str(spmd), self._str, declared=not inferred)
+        return with_side_channel(Instance(info, [arg]), str(spmd), self._str, declared=not inferred, rank=rank)
 
     def axis_group(self, axis: str) -> Instance | None:
         """``AxisGroup[Literal[axis]]``, the type of a process group of mesh axis ``axis``."""

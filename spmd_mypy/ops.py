@@ -33,7 +33,7 @@ from mypy.nodes import (
 from mypy.plugin import AttributeContext, CheckerPluginInterface, FunctionContext, FunctionSigContext, MethodContext
 from mypy.types import AnyType, FunctionLike, Instance, TupleType, Type, UnionType, get_proper_type
 
-from spmd_mypy import files
+from spmd_mypy import files, global_mode
 from spmd_mypy.axes import axis_name
 from spmd_mypy.boundaries import has_spmd, report_divergent
 from spmd_mypy.compat import container_elements, expression_type
@@ -217,6 +217,9 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
         names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
     numbers = NumberReader(session, ctx.api, ctx.context)
     arguments = read_arguments(session, ctx.api, rule, names, ctx.arg_types, args, (ctx.type, receiver), numbers)
+    if isinstance(ctx.context, OperatorAssignmentStmt):  # p += 1: no call around the target p writes back into it
+        arguments.spelled = [None if operand.param == "input" else spelled
+                             for operand, spelled in zip(arguments.operands, arguments.spelled)]
     default = _untyped_returns_tensor(ctx.default_return_type, name, rule, ctx.type)
     return _apply(session, ctx, default, name, rule, arguments, speculative=operator, numbers=numbers)
 
@@ -373,6 +376,7 @@ def _apply(
         verdict.report(problem.violations, problem.at, problem.where, speculative=speculative)
     autograd = not files.without_autograd(session, ctx.api, ctx.context)
     where = display_name(name)
+    axes: tuple[str, ...] = ()
     if partial is not None:
         function, axes = partial
         where = function.where
@@ -389,6 +393,10 @@ def _apply(
     if aliased is not None:
         verdict.report(writes_through(rule, arguments.operands, aliased, autograd=autograd), ctx.context, where,
                        arguments.spelled, speculative=speculative)
+    if arguments.sharded:
+        outcome = global_mode.check_op(session, ctx.api, ctx.context, name, arguments.operands, outcome.result,
+                                       arguments.literals, axes)
+        verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
     if not returns_tensor:
         return verdict
     result = outcome.result
