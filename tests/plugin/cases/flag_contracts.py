@@ -287,11 +287,13 @@ class ReducingExpert(ExpertRowParallelLinear[Summands]):
 def experts(x: Sharded) -> Whole:
     dense = ExpertRowParallelLinear(16, 8)
     expert = ExpertRowParallelLinear(16, 8, explicit_expert_comm=True, skip_bias_add=True)
+    reveal_type(dense(x)[0])  # N@recommended: SpmdTensor[Literal['tp:I']]
+    reveal_type(expert(x)[0])  # N@recommended: SpmdTensor[Literal['tp:P']]
+    return expert(x)[0]  # E@recommended: [return-value] (got "SpmdTensor[Literal['tp:P']]", expected "SpmdTensor[Literal['tp:I']]")
+
+
+def expert_without_skip_bias_add() -> None:
     ExpertRowParallelLinear(16, 8, explicit_expert_comm=True)  # E: [call-overload]
-    reveal_type(dense(x)[0])  # N: SpmdTensor[Literal['tp:I']]
-    out, bias = expert(x)
-    reveal_type(out)  # N: SpmdTensor[Literal['tp:P']]
-    return out  # E: [return-value]
 
 
 # -- Size-1 axes: on one rank every collective is the identity, and the axis's types coincide.
