@@ -230,7 +230,7 @@ class VocabParallelEmbedding(nn.Module, Generic[EmbOut]):
             masked_input = input_  # one rank owns every id (R, taken as the other branch's V: one rank)
         output_parallel = F.embedding(masked_input, self.weight)
         if axis_size("tp") > 1:
-            output_parallel[input_mask, :] = 0.0
+            output_parallel[input_mask, :] = 0.0  # pyright: ignore[reportPossiblyUnboundVariable]  # set when tp > 1
         # Each id is found on exactly one rank, so the ranks' lookups sum to the embedding.
         return reinterpret(output_parallel, "tp", src=V, dst=P)
 
