@@ -322,6 +322,44 @@ def _outcome(rule: OpRule, operands: tuple[Operand, ...], passed: frozenset[str]
     return apply_op(rule, operands, passed, autograd=autograd)
 
 
+def _sharded_outcome(rule: OpRule, name: str, arguments: Arguments, autograd: bool) -> OpOutcome:
+    """:func:`apply_op` on operands among which are shards, whose dims follow op ``name``'s literal arguments.
+
+    Remembered like :func:`_outcome` where those arguments can be a key (a
+    slice cannot before Python 3.12); each value is keyed with its type, so
+    that ``keepdim=True`` and ``keepdim=1`` stay apart.
+    """
+    literals = tuple((param, value, _kinds(value)) for param, value in arguments.literals.items())
+    try:
+        hash(literals)
+    except TypeError:
+        return apply_op(rule, arguments.operands, arguments.passed, autograd=autograd, op=name,
+                        args=arguments.literals)
+    return _sharded(rule, name, tuple(arguments.operands), frozenset(arguments.passed), autograd, literals)
+
+
+@functools.lru_cache(maxsize=8192)
+def _sharded(
+    rule: OpRule,
+    name: str,
+    operands: tuple[Operand, ...],
+    passed: frozenset[str],
+    autograd: bool,
+    literals: tuple[tuple[str, object, object], ...],
+) -> OpOutcome:
+    args = {param: value for param, value, _ in literals}
+    return apply_op(rule, operands, passed, autograd=autograd, op=name, args=args)
+
+
+def _kinds(value: object) -> object:
+    """The type of ``value``, and of each of its parts for a tuple or a slice."""
+    if isinstance(value, tuple):
+        return tuple(_kinds(item) for item in value)
+    if isinstance(value, slice):
+        return (slice, _kinds(value.start), _kinds(value.stop), _kinds(value.step))
+    return type(value)
+
+
 def _is_union(typ: Type) -> bool:
     return isinstance(get_proper_type(typ), UnionType)
 
@@ -370,8 +408,7 @@ def _apply(
         outcome = check_partial_output(function, arguments.operands, axes, arguments.passed, autograd=autograd,
                                        args=arguments.literals)
     elif arguments.sharded:  # the shards' dims follow the op's literal arguments
-        outcome = apply_op(rule, arguments.operands, arguments.passed, autograd=autograd, op=name,
-                           args=arguments.literals)
+        outcome = _sharded_outcome(rule, name, arguments, autograd)
     else:
         outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
     verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
