@@ -154,8 +154,8 @@ def check_builtin_sum(session: Session, ctx: FunctionContext) -> Verdict:
         args[0][0] = literal
     arguments = read_arguments(ctx.api, BUILTIN_SUM, names, ctx.arg_types, args)
     if literal is not None:  # the elements are written on another line: no fix here can name them
-        arguments.spelled = [None if operand.param == "iterable" else spelled
-                             for operand, spelled in zip(arguments.operands, arguments.spelled)]
+        arguments.written = [None if operand.param == "iterable" else written
+                             for operand, written in zip(arguments.operands, arguments.written)]
     # mypy tries sum's overloads under an error filter: an SPMD error must not reject one.
     return _apply(session, ctx, ctx.default_return_type, "sum", BUILTIN_SUM, arguments, speculative=True)
 
@@ -411,7 +411,8 @@ def _apply(
         outcome = _sharded_outcome(rule, name, arguments, autograd)
     else:
         outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
-    verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
+    if outcome.violations:
+        verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
     if not returns_tensor:
         return verdict
     result = outcome.result

@@ -10,8 +10,6 @@ that would need the spelling is not printed.
 
 from __future__ import annotations
 
-from typing import Final
-
 from mypy.nodes import (
     ARG_NAMED,
     ARG_STAR,
@@ -59,26 +57,7 @@ def _at_least(expr: Expression, strength: int) -> str | None:
     return text if own >= strength else f"({text})"
 
 
-# Spellings already worked out, by expression node: an op's operands are spelled again as parts of
-# every enclosing op (``x * a * b``), which made spelling quadratic in an expression's depth.
-# Parsed expressions are never changed afterwards (the daemon parses an edited module anew).
-_SPELLED: dict[Expression, tuple[str, int] | None] = {}
-_SPELLED_MAX: Final = 1 << 16
-
-
 def _spell(expr: Expression) -> tuple[str, int] | None:
-    try:
-        return _SPELLED[expr]
-    except KeyError:
-        pass
-    found = _spelled(expr)
-    if len(_SPELLED) >= _SPELLED_MAX:
-        _SPELLED.clear()
-    _SPELLED[expr] = found
-    return found
-
-
-def _spelled(expr: Expression) -> tuple[str, int] | None:
     if isinstance(expr, NameExpr):
         return expr.name, _ATOM
     if isinstance(expr, MemberExpr):
