@@ -29,7 +29,7 @@ import functools
 from dataclasses import dataclass
 from typing import Final
 
-from mypy.nodes import MypyFile
+from mypy.nodes import MypyFile, TypeInfo
 from mypy.plugin import CheckerPluginInterface
 from mypy.types import (
     AnyType,
@@ -167,6 +167,18 @@ class Encoder:
         info = lookup_type_info(self._modules, name)
         if info is None:
             return None
+        if not inferred:
+            return self._build(info, spmd, inferred)
+        # mypy shares a type among the expressions it flows to, never changing it; so can the plugin.
+        key = (info, spmd, self._rebindable)
+        typed = _COMPUTED.get(key)
+        if typed is None:
+            if len(_COMPUTED) >= _COMPUTED_MAX:
+                _COMPUTED.clear()
+            typed = _COMPUTED[key] = self._build(info, spmd, inferred)
+        return typed
+
+    def _build(self, info: TypeInfo, spmd: SpmdType, inferred: bool) -> Instance:
         items: list[Type] = [
             LiteralType(f"{axis}:{local_type(kind).code}", self._str)
             for axis, kind in spmd.items()
@@ -225,3 +237,9 @@ def _read_instance(instance: Instance) -> SpmdType | None:
 
 # Every read of an SPMD-typed value parses its text; a program has few distinct ones.
 _parse: Final = functools.lru_cache(maxsize=4096)(parse)
+
+# The type of every value the plugin computes, by phantom class, SPMD type and whether variables can be
+# re-typed (see Encoder.tensor): a program computes few distinct ones, at every op.  The phantom class
+# is part of the key, so a daemon that reloads the stubs builds new types.
+_COMPUTED: Final[dict[tuple[TypeInfo, SpmdType, bool], Instance]] = {}
+_COMPUTED_MAX: Final = 4096
