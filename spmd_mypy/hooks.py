@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TypeAlias, TypeVar
+from typing import TypeAlias, TypeVar, cast
 
 from mypy.nodes import Context
 from mypy.plugin import (
@@ -90,6 +90,7 @@ HookContext = TypeVar("HookContext")  # what mypy passes a hook
 HookResult = TypeVar("HookResult")  # what the hook gives back
 CallContext = TypeVar("CallContext", FunctionContext, MethodContext)
 SignatureContext = TypeVar("SignatureContext", FunctionSigContext, MethodSigContext)
+RoutedHook = TypeVar("RoutedHook", bound=Callable[..., object])
 
 Handler: TypeAlias = Callable[[Session, HookContext], Verdict]
 """A handler of a call or an attribute: what it found, for :func:`finish` to apply."""
@@ -108,10 +109,24 @@ class Router:
 
     def __init__(self, session: Session) -> None:
         self._session = session
+        # The hooks that the routing tables give a full name, remembered per question and name (mypy asks
+        # at every call site); what the user's declarations give is asked anew each time.
+        self._routed: dict[tuple[str, str], Callable[..., object] | None] = {}
+
+    def _route(self, question: str, fullname: str, decide: Callable[[str], RoutedHook | None]) -> RoutedHook | None:
+        """``decide(fullname)``, remembered: only for decisions that depend on the full name alone."""
+        key = (question, fullname)
+        if key in self._routed:
+            return cast("RoutedHook | None", self._routed[key])
+        hook = self._routed[key] = decide(fullname)
+        return hook
 
     # -- annotations -----------------------------------------------------------------
 
     def type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
+        return self._route("annotation", fullname, self._annotation_hook)
+
+    def _annotation_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
         if fullname not in ANNOTATED and fullname not in SPMD_ALIAS:
             return None
         alias_form = fullname in SPMD_ALIAS
@@ -126,10 +141,18 @@ class Router:
     # -- calls of functions ----------------------------------------------------------
 
     def function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        routed = self._route("function", fullname, self._routed_function_hook)
+        if routed is not None:
+            return routed
+        handler = self._declared_function_handler(fullname)
+        return self._calls(handler) if handler is not None else None
+
+    def _routed_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
         handler = self._function_handler(fullname)
         return self._calls(handler) if handler is not None else None
 
     def _function_handler(self, fullname: str) -> Handler[FunctionContext] | None:
+        """The handler the routing tables give function ``fullname``: a function of the name alone."""
         if (call := COLLECTIVES.get(fullname)) is not None:
             return partial(collectives.check_collective, call=call)
         if (function := ops.PARTIAL_OUTPUTS.get(fullname)) is not None:
@@ -154,6 +177,10 @@ class Router:
             return collectives.check_assert_type
         if (public := public_function_name(fullname)) is not None:
             return partial(ops.check_function, name=public)
+        return None
+
+    def _declared_function_handler(self, fullname: str) -> Handler[FunctionContext] | None:
+        """The handler of a user function, by what it declares now (see :mod:`spmd_mypy.callables`)."""
         declared = declared_function(self._session, fullname)
         if declared.signature is not None:
             return partial(boundaries.check_call, callee=fullname.rpartition(".")[2])
@@ -162,9 +189,9 @@ class Router:
         return None
 
     def function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
-        # torch.distributed's functions take tensor lists too (``dist.gather(x, bufs)``).
-        if public_function_name(fullname) is not None or fullname.startswith(TORCH_DISTRIBUTED):
-            return self._signatures(ops.widen_tensor_lists)
+        routed = self._route("function signature", fullname, self._routed_function_signature_hook)
+        if routed is not None:
+            return routed
         if declared_function(self._session, fullname).signature is not None:
             return self._signatures(boundaries.relax_function)
         return None
@@ -172,10 +199,18 @@ class Router:
     # -- calls of methods ------------------------------------------------------------
 
     def method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
+        routed = self._route("method", fullname, self._routed_method_hook)
+        if routed is not None:
+            return routed
+        handler = self._declared_method_handler(fullname)
+        return self._calls(handler) if handler is not None else None
+
+    def _routed_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
         handler = self._method_handler(fullname)
         return self._calls(handler) if handler is not None else None
 
     def _method_handler(self, fullname: str) -> Handler[MethodContext] | None:
+        """The handler the routing tables give method ``fullname``: a function of the name alone."""
         if (equivalent := EQUIVALENTS.get(fullname)) is not None:  # DeepSpeed's _SeqAllToAll.apply
             return partial(ecosystem.check_library_call, equivalent=equivalent)
         owner, method = method_of(fullname)
@@ -191,12 +226,23 @@ class Router:
             return local_map.check_decorated
         if method == "__call__" and (module_op := ops.torch_module_op(owner)) is not None:
             return partial(ops.check_module_call, module=module_op)
+        return None
+
+    def _declared_method_handler(self, fullname: str) -> Handler[MethodContext] | None:
+        """The handler of a user method, by what it declares now (see :mod:`spmd_mypy.callables`)."""
+        owner, method = method_of(fullname)
         declared = declared_method(self._session, owner, method)
         if declared.signature is not None:
             callee = f"{owner.rpartition('.')[2]}.{'forward' if method in ('__call__', 'apply') else method}"
             return partial(boundaries.check_call, callee=callee)
         if declared.plain_result:
             return gradual.unknown_result
+        return None
+
+    def _routed_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
+        # torch.distributed's functions take tensor lists too (``dist.gather(x, bufs)``).
+        if public_function_name(fullname) is not None or fullname.startswith(TORCH_DISTRIBUTED):
+            return self._signatures(ops.widen_tensor_lists)
         return None
 
     def method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
