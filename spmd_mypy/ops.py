@@ -98,10 +98,23 @@ def widen_tensor_lists(session: Session, ctx: FunctionSigContext) -> FunctionLik
     signature = ctx.default_signature
     if not files.uses_spmd(session, ctx.api):
         return signature
+    known = _WIDENED.get(id(signature))
+    if known is not None and known[0] is signature:
+        return known[1]
     widened = [_widen(ctx, t) for t in signature.arg_types]
-    if all(new is old for new, old in zip(widened, signature.arg_types)):
-        return signature
-    return signature.copy_modified(arg_types=widened)
+    result = signature if all(new is old for new, old in zip(widened, signature.arg_types)) else (
+        signature.copy_modified(arg_types=widened))
+    if len(_WIDENED) >= _WIDENED_MAX:
+        _WIDENED.clear()
+    _WIDENED[id(signature)] = (signature, result)
+    return result
+
+
+# Each torch function's signature as widened, by the identity of the signature mypy hands the hook: the
+# same object at every call of a function that is not generic.  The entry keeps its signature, so that
+# the identity is not reused while the entry lasts.
+_WIDENED: Final[dict[int, tuple[FunctionLike, FunctionLike]]] = {}
+_WIDENED_MAX: Final = 4096
 
 
 def _widen(ctx: FunctionSigContext, typ: Type) -> Type:
