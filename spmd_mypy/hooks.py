@@ -5,7 +5,10 @@ mypy asks the plugin, for each full name it meets, whether it has a hook for it
 methods of :class:`Router` answer from the name alone, trying the routes in the
 order they are written: ``None`` when the name is not the plugin's (other
 plugins and plain code are untouched), otherwise the handler that checks it,
-such as :func:`spmd_mypy.ops.check_function` for a torch function.
+such as :func:`spmd_mypy.ops.check_function` for a torch function.  What the
+routing tables answer depends on the name alone and is remembered per name;
+what a user callable declares is asked each time (:mod:`spmd_mypy.callables`
+keeps that current).
 
 A handler of a call or an attribute reads the expression, applies the rule
 core and returns a :class:`~spmd_mypy.verdict.Verdict`; :func:`finish` does
@@ -141,15 +144,7 @@ class Router:
     # -- calls of functions ----------------------------------------------------------
 
     def function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
-        routed = self._route("function", fullname, self._routed_function_hook)
-        if routed is not None:
-            return routed
-        handler = self._declared_function_handler(fullname)
-        return self._calls(handler) if handler is not None else None
-
-    def _routed_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
-        handler = self._function_handler(fullname)
-        return self._calls(handler) if handler is not None else None
+        return self._call_hook("function", fullname, self._function_handler, self._declared_function_handler)
 
     def _function_handler(self, fullname: str) -> Handler[FunctionContext] | None:
         """The handler the routing tables give function ``fullname``: a function of the name alone."""
@@ -196,18 +191,16 @@ class Router:
             return self._signatures(boundaries.relax_function)
         return None
 
+    def _routed_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
+        # torch.distributed's functions take tensor lists too (``dist.gather(x, bufs)``).
+        if public_function_name(fullname) is not None or fullname.startswith(TORCH_DISTRIBUTED):
+            return self._signatures(ops.widen_tensor_lists)
+        return None
+
     # -- calls of methods ------------------------------------------------------------
 
     def method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
-        routed = self._route("method", fullname, self._routed_method_hook)
-        if routed is not None:
-            return routed
-        handler = self._declared_method_handler(fullname)
-        return self._calls(handler) if handler is not None else None
-
-    def _routed_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
-        handler = self._method_handler(fullname)
-        return self._calls(handler) if handler is not None else None
+        return self._call_hook("method", fullname, self._method_handler, self._declared_method_handler)
 
     def _method_handler(self, fullname: str) -> Handler[MethodContext] | None:
         """The handler the routing tables give method ``fullname``: a function of the name alone."""
@@ -237,12 +230,6 @@ class Router:
             return partial(boundaries.check_call, callee=callee)
         if declared.plain_result:
             return gradual.unknown_result
-        return None
-
-    def _routed_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
-        # torch.distributed's functions take tensor lists too (``dist.gather(x, bufs)``).
-        if public_function_name(fullname) is not None or fullname.startswith(TORCH_DISTRIBUTED):
-            return self._signatures(ops.widen_tensor_lists)
         return None
 
     def method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
@@ -276,6 +263,20 @@ class Router:
         return None
 
     # -- how each kind of hook runs its handler --------------------------------------
+
+    def _call_hook(
+        self,
+        question: str,
+        fullname: str,
+        routed: Callable[[str], Handler[CallContext] | None],
+        declared: Callable[[str], Handler[CallContext] | None],
+    ) -> Callable[[CallContext], Type] | None:
+        """The hook of a call of ``fullname``: the ``routed`` handler (remembered per name), else ``declared``'s."""
+        hook = self._route(question, fullname, lambda name: self._calls_or_none(routed(name)))
+        return hook if hook is not None else self._calls_or_none(declared(fullname))
+
+    def _calls_or_none(self, handler: Handler[CallContext] | None) -> Callable[[CallContext], Type] | None:
+        return self._calls(handler) if handler is not None else None
 
     def _calls(self, handler: Handler[CallContext]) -> Callable[[CallContext], Type]:
         session = self._session
