@@ -62,7 +62,7 @@ def owned_target_logit(
 ) -> Annotated[Tensor, P["tp"]]:
     """The target's logit on the rank whose vocabulary slice has the target, zero on the others."""
     vocab_slice = logits.shape[-1]
-    first = convert(torch.arange(axis_size("tp")) * vocab_slice, "tp", src=R, dst=V)
+    first = convert(torch.arange(axis_size("tp")), "tp", src=R, dst=V) * vocab_slice
     local = target - first
     elsewhere = (local < 0) | (local >= vocab_slice)
     picked = logits.gather(-1, local.masked_fill(elsewhere, 0).unsqueeze(-1)).squeeze(-1)

@@ -53,7 +53,7 @@ class VocabParallelEmbedding(nn.Module):
     def lookup(self, ids: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, P["tp"]]:
         """My rows' embeddings of ``ids``, zero for ids another rank owns: summands of the embedding."""
         rows = self.weight.shape[0]
-        first = convert(torch.arange(axis_size("tp")) * rows, "tp", src=R, dst=V)
+        first = convert(torch.arange(axis_size("tp")), "tp", src=R, dst=V) * rows
         local = ids - first
         elsewhere = (local < 0) | (local >= rows)
         found = F.embedding(local.masked_fill(elsewhere, 0), self.weight)

@@ -45,6 +45,7 @@ from mypy.nodes import (
     MypyFile,
     NameExpr,
     Node,
+    OperatorAssignmentStmt,
     RaiseStmt,
     RefExpr,
     ReturnStmt,
@@ -78,6 +79,7 @@ __all__ = [
     "analyze_base",
     "analyzed_file",
     "analyzed_module",
+    "attribute_assignments",
     "bind_method",
     "buffers_written_in_place",
     "check_with_types",
@@ -225,7 +227,7 @@ def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
 def buffers_written_in_place(tree: MypyFile) -> set[Expression]:
     """The values first assigned to a variable that its function then writes in place.
 
-    ``buf = torch.zeros(n)`` followed by ``buf[i] = c``, ``buf.add_(x)``,
+    ``buf = torch.zeros(n)`` followed by ``buf[i] = c``, ``buf.add_(x)``, ``buf += x``,
     ``buf.copy_(y)`` or ``torch.cumsum(x, 0, out=buf)``: what ``buf`` holds
     later is not the constant it started as, and mypy keeps one type for the
     variable whatever is written into it.
@@ -249,13 +251,56 @@ Assignment = tuple[int, int, int, Expression]
 
 
 def name_assignments(tree: MypyFile) -> dict[str, list[Assignment]]:
-    """Every ``name = value`` of the file, by name."""
+    """Every ``name = value`` of the file, by name.
+
+    ``b, t, d = x.shape`` (or ``x.size()``) counts as ``t = x.shape[1]``, and
+    so on: the lengths a program most often reads.
+    """
     found: dict[str, list[Assignment]] = {}
     for first, last, body in _function_bodies(tree):
         for node in _scope_statements(body):
-            if isinstance(node, AssignmentStmt) and len(node.lvalues) == 1 and isinstance(node.lvalues[0], NameExpr):
-                found.setdefault(node.lvalues[0].name, []).append((node.line, first, last, node.rvalue))
+            if not isinstance(node, AssignmentStmt) or len(node.lvalues) != 1:
+                continue
+            target = node.lvalues[0]
+            if isinstance(target, NameExpr):
+                found.setdefault(target.name, []).append((node.line, first, last, node.rvalue))
+            elif isinstance(target, TupleExpr) and _is_shape(node.rvalue):
+                for k, item in enumerate(target.items):
+                    if not isinstance(item, NameExpr):
+                        break  # b, *rest = x.shape: the positions after a star are not known
+                    element = IndexExpr(node.rvalue, IntExpr(k))
+                    element.set_line(item)
+                    found.setdefault(item.name, []).append((node.line, first, last, element))
     return found
+
+
+def attribute_assignments(tree: MypyFile) -> dict[str, list[tuple[int, int, Expression]]]:
+    """Every ``self.name = value`` in a method of a class of the file, by name, with the class's lines."""
+    found: dict[str, list[tuple[int, int, Expression]]] = {}
+    for node in statements_in(tree):
+        if not isinstance(node, ClassDef):
+            continue
+        first, last = node.line, node.end_line or node.line
+        for item in node.defs.body:
+            method = item.func if isinstance(item, Decorator) else item
+            if not isinstance(method, FuncDef) or not method.arguments:
+                continue
+            receiver = method.arguments[0].variable.name
+            for statement in _scope_statements(method.body.body):
+                if not isinstance(statement, AssignmentStmt):
+                    continue
+                for target in statement.lvalues:
+                    if (isinstance(target, MemberExpr) and isinstance(target.expr, NameExpr)
+                            and target.expr.name == receiver):
+                        found.setdefault(target.name, []).append((first, last, statement.rvalue))
+    return found
+
+
+def _is_shape(expr: Expression) -> bool:
+    """Whether ``expr`` is ``t.shape`` or ``t.size()``."""
+    if isinstance(expr, CallExpr) and not expr.args:
+        return isinstance(expr.callee, MemberExpr) and expr.callee.name == "size"
+    return isinstance(expr, MemberExpr) and expr.name == "shape"
 
 
 def _function_bodies(tree: MypyFile) -> Iterator[tuple[int, int, list[Statement]]]:
@@ -284,6 +329,8 @@ def _written_names(node: Node) -> Iterator[str]:
                 target = target.base if isinstance(target, IndexExpr) else target.expr
                 if isinstance(target, NameExpr):
                     yield target.name
+    elif isinstance(node, OperatorAssignmentStmt) and isinstance(node.lvalue, NameExpr):
+        yield node.lvalue.name  # buf += x
     elif isinstance(node, ExpressionStmt) and isinstance(node.expr, CallExpr):
         call = node.expr
         callee = call.callee

@@ -14,6 +14,7 @@ from mypy.plugin import CheckerPluginInterface
 
 from spmd_mypy.compat import (
     Assignment,
+    attribute_assignments,
     buffers_written_in_place,
     checked_file,
     inferred_assignments,
@@ -28,6 +29,7 @@ from spmd_mypy.session import Session
 __all__ = [
     "FileFacts",
     "assigned_to_inferred",
+    "attribute_values",
     "is_returned",
     "is_written_later",
     "size_one_axes",
@@ -94,6 +96,17 @@ def values_assigned(session: Session, api: CheckerPluginInterface, name: str, us
     return [value for first, value in found if first == innermost]
 
 
+def attribute_values(session: Session, api: CheckerPluginInterface, name: str, used: Context) -> list[Expression]:
+    """Every value a method of the class that ``used`` is in assigns to ``self.<name>``."""
+    facts = _facts(session, api)
+    if facts is None:
+        return []
+    found = [(first, value) for first, last, value in facts.attribute_assignments.get(name, ())
+             if first <= used.line <= last]
+    innermost = max((first for first, _ in found), default=None)
+    return [value for first, value in found if first == innermost]
+
+
 def is_returned(session: Session, api: CheckerPluginInterface, value: Context) -> bool:
     """Whether ``value`` is the expression of a ``return`` statement."""
     facts = _facts(session, api)
@@ -147,6 +160,10 @@ class FileFacts:
     @functools.cached_property
     def name_assignments(self) -> dict[str, list[Assignment]]:
         return name_assignments(self.tree)
+
+    @functools.cached_property
+    def attribute_assignments(self) -> dict[str, list[tuple[int, int, Expression]]]:
+        return attribute_assignments(self.tree)
 
     @functools.cached_property
     def returned_values(self) -> set[Expression]:

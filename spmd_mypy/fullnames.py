@@ -27,8 +27,11 @@ __all__ = [
     "DTENSOR",
     "DTENSOR_RECEIVERS",
     "FALSE",
+    "FLOAT",
     "GROUP_RECEIVERS",
+    "INFINITIES",
     "INIT_DEVICE_MESH",
+    "LEN",
     "LIST",
     "LITERAL",
     "LOCAL_MAP",
@@ -214,6 +217,10 @@ def method_of(fullname: str) -> tuple[str, str]:
 
 STR: Final = "builtins.str"
 LIST: Final = "builtins.list"
+LEN: Final = "builtins.len"
+FLOAT: Final = "builtins.float"
+INFINITIES: Final = frozenset({"math.inf", "torch.inf", "numpy.inf"})
+"""Names of the positive infinity."""
 BUILTIN_SUM: Final = "builtins.sum"
 TRUE: Final = "builtins.True"
 FALSE: Final = "builtins.False"

@@ -26,10 +26,11 @@ from mypy.nodes import (
     NameExpr,
     OperatorAssignmentStmt,
     OpExpr,
+    RefExpr,
     TupleExpr,
     UnaryExpr,
 )
-from mypy.plugin import AttributeContext, FunctionContext, FunctionSigContext, MethodContext
+from mypy.plugin import AttributeContext, CheckerPluginInterface, FunctionContext, FunctionSigContext, MethodContext
 from mypy.types import AnyType, FunctionLike, Instance, TupleType, Type, UnionType, get_proper_type
 
 from spmd_mypy import files
@@ -66,7 +67,10 @@ from spmd_types.typesystem import (
     display_name,
     lookup,
     method_name,
+    on_a_length,
     partial_axes,
+    writes_through,
+    written_buffer,
 )
 
 __all__ = [
@@ -231,6 +235,8 @@ PARTIAL_OUTPUTS: Final = {spmd_function(name): function for name, function in PA
 """The ``spmd_types`` functions that take ``out_partial_axes=``, by full name."""
 
 _PARTIAL_AXES: Final = "out_partial_axes"
+_ALIASING_CASTS: Final = frozenset({spmd_function("reinterpret")})
+"""Casts whose result is their input itself (``convert`` copies)."""
 
 
 def check_partial_output_call(session: Session, ctx: FunctionContext, function: PartialOutputFunction) -> Verdict:
@@ -424,13 +430,18 @@ def _apply(
         outcome = _sharded_outcome(rule, name, arguments, autograd)
     else:
         outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
-    if outcome.violations:
-        verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
+    violations = tuple(_on_lengths(v, arguments) for v in outcome.violations)
+    if violations:
+        verdict.report(violations, ctx.context, where, arguments.spelled, speculative=speculative)
+    aliased = _cast_input(session, ctx.api, arguments.expressions.get("input")) if rule.inplace else None
+    if aliased is not None:
+        verdict.report(writes_through(rule, arguments.operands, aliased, autograd=autograd), ctx.context, where,
+                       arguments.spelled, speculative=speculative)
     if not returns_tensor:
         return verdict
     result = outcome.result
     if constant and files.is_written_later(session, ctx.api, ctx.context):
-        result = UNKNOWN  # a zeros buffer filled in place later holds what is written, not zeros
+        result = written_buffer(result)  # what it holds once written into
     out = arguments.expressions.get("out")
     out_type = expression_type(ctx.api, out) if out is not None else None
     target = Encoder.read(out_type) if out_type is not None else None
@@ -439,6 +450,28 @@ def _apply(
         verdict.report(writes, out, f"{display_name(name)}(out=...)", value=source(out))
     verdict.result, verdict.fit = result, True
     return verdict
+
+
+def _cast_input(session: Session, api: CheckerPluginInterface, target: Expression | None) -> SpmdType | None:
+    """The type of the input of the ``reinterpret`` whose result the variable ``target`` holds.
+
+    Such a result shares its storage with the input (see the core's ``writes_through``).
+    """
+    if not isinstance(target, NameExpr):
+        return None
+    value = files.value_of(session, api, target.name, target)
+    if not (isinstance(value, CallExpr) and isinstance(value.callee, RefExpr) and value.args
+            and value.callee.fullname in _ALIASING_CASTS):
+        return None
+    typ = expression_type(api, value.args[0])
+    found = Encoder.read(typ) if typ is not None else None
+    return found if isinstance(found, SpmdType) else None
+
+
+def _on_lengths(violation: Violation, arguments: Arguments) -> Violation:
+    """``violation``, said to involve a shard's length where one of its operands is one (see the core's numbers)."""
+    lengths = [arguments.spelled[k] for k in violation.operands if k in arguments.lengths]
+    return on_a_length(violation, lengths[0] or "the number") if lengths else violation
 
 
 def _receiver(context: Context, method: str) -> Expression | None:

@@ -15,17 +15,20 @@ non-linear), with its value where it is a literal (``transpose(0, 1)``,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
 from mypy.nodes import (
+    CallExpr,
     EllipsisExpr,
     Expression,
     FloatExpr,
     IntExpr,
     ListExpr,
     NameExpr,
+    RefExpr,
     SliceExpr,
     StrExpr,
     TupleExpr,
@@ -46,10 +49,22 @@ from mypy.types import (
 
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
-from spmd_mypy.fullnames import CONSTANTS, NUMBERS, SEQUENCES
+from spmd_mypy.fullnames import CONSTANTS, FLOAT, INFINITIES, NUMBERS, SEQUENCES
 from spmd_mypy.numbers import NumberReader
 from spmd_mypy.source import source
-from spmd_types.typesystem import NOT_KNOWN, UNKNOWN, WEAK, ZERO, Operand, OpRule, Shard, SpmdType, canonical_param
+from spmd_types.typesystem import (
+    NOT_KNOWN,
+    UNKNOWN,
+    WEAK,
+    ZERO,
+    Operand,
+    OpRule,
+    Shard,
+    SpmdType,
+    absorbed,
+    canonical_param,
+    passed_literal,
+)
 
 __all__ = ["POSITIONS", "Arguments", "contains_tensor", "literal_value", "read_arguments", "with_result"]
 
@@ -71,6 +86,7 @@ class Arguments:
     expressions: dict[str, Expression] = field(default_factory=dict)
     literals: dict[str, object] = field(default_factory=dict)
     typed: bool = False  # whether some operand has an SPMD type
+    lengths: set[int] = field(default_factory=set)  # the operands that are a shard's length (x.shape[0])
 
     def add(self, param: str, spmd: SpmdType, written: Expression | str | None, ndim: int | None = None) -> None:
         self.operands.append(Operand(param, spmd, ndim))
@@ -98,10 +114,11 @@ def read_arguments(
 ) -> Arguments:
     """Read a call's arguments (and a method's receiver, as ``input``); ``numbers`` reads rank-dependent numbers."""
     out = Arguments()
-    mentioned = set(rule.params)
     if receiver is not None:
         typ, expr = receiver
-        _read_value(api, out, "input", typ, expr, mentioned, numbers)
+        if expr is not None:
+            out.expressions["input"] = expr
+        _read_value(api, out, "input", typ, expr, rule, numbers)
     for name, types, exprs in zip(formal_names, arg_types, args):
         param = canonical_param(name or "")
         for typ, expr in zip(types, exprs):
@@ -113,7 +130,7 @@ def read_arguments(
                 out.literals["equation"] = expr.value  # einsum(equation, *operands) passes it among the operands
                 continue
             if param != "out":  # the tensor written to, not an operand
-                _read_value(api, out, param, typ, expr, mentioned, numbers)
+                _read_value(api, out, param, typ, expr, rule, numbers)
     return out
 
 
@@ -123,9 +140,10 @@ def _read_value(
     param: str,
     typ: Type,
     expr: Expression | None,
-    mentioned: set[str],
+    rule: OpRule,
     numbers: NumberReader | None,
 ) -> None:
+    mentioned = rule.params
     proper = get_proper_type(typ)
     if isinstance(proper, NoneType):
         return
@@ -141,7 +159,7 @@ def _read_value(
     elements = _elements(api, proper, expr)
     if elements is not None:
         for element_type, element_expr in elements:
-            _read_value(api, out, param, element_type, element_expr, mentioned, numbers)
+            _read_value(api, out, param, element_type, element_expr, rule, numbers)
         return
     number = _is_number(proper) or isinstance(proper, AnyType)  # t.tolist()[0] is Any
     if isinstance(expr, SliceExpr):
@@ -153,8 +171,11 @@ def _read_value(
     for value, spmd in dependent:  # a number that depends on the rank: an operand, also as a position
         if param in mentioned or param in POSITIONS:
             out.typed = True
+            if numbers is not None and numbers.involves_length(value):
+                out.lengths.add(len(out.operands))
             out.add(param, spmd, value, ndim=0)
-    if param in mentioned and number:
+    infinity = _infinity(expr)
+    if param in mentioned and number and not (infinity is not None and absorbed(rule, param, infinity)):
         if not dependent:
             # Any may be a tensor of any type: what it makes is unknown, never a known type.
             constant = UNKNOWN if isinstance(proper, AnyType) else SpmdType(
@@ -162,6 +183,9 @@ def _read_value(
             out.add(param, constant, expr, ndim=0)
         return
     out.passed.add(param)
+    literal = literal_value(expr) if expr is not None else NOT_KNOWN
+    if isinstance(literal, (str, bool)):  # reduce="sum", training=True
+        out.passed.add(passed_literal(param, literal))
 
 
 def literal_value(expr: Expression) -> object:
@@ -220,6 +244,23 @@ def _is_number(typ: ProperType) -> bool:
     if isinstance(typ, LiteralType):
         return isinstance(typ.value, (int, float))
     return isinstance(typ, Instance) and typ.type.fullname in NUMBERS
+
+
+def _infinity(expr: Expression | None) -> float | None:
+    """The value of ``expr`` where it spells an infinity (``float("-inf")``, ``-math.inf``, ``torch.inf``)."""
+    if isinstance(expr, UnaryExpr) and expr.op in ("-", "+"):
+        found = _infinity(expr.expr)
+        return -found if found is not None and expr.op == "-" else found
+    if isinstance(expr, RefExpr) and expr.fullname in INFINITIES:
+        return math.inf
+    if (isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname == FLOAT
+            and len(expr.args) == 1 and isinstance(expr.args[0], StrExpr)):
+        try:
+            value = float(expr.args[0].value)
+        except ValueError:
+            return None
+        return value if math.isinf(value) else None
+    return None
 
 
 def _is_zero(typ: ProperType, expr: Expression | None) -> bool:

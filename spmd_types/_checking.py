@@ -103,6 +103,7 @@ from spmd_types.typesystem import (
     SpmdType,
     V,
     Violation,
+    absorbed,
     apply_op,
     argument_site,
     canonical_param,
@@ -117,6 +118,7 @@ from spmd_types.typesystem import (
     flattened_axes,
     is_varying,
     lookup,
+    passed_literal,
     reduction_name,
     retargeted,
     route,
@@ -658,13 +660,13 @@ class _Op:
         tracked = False
         names, rest = self.names, self.rest
         for i, value in enumerate(args):
-            tracked |= _read(tags, names[i] if i < len(names) else rest, value, items, passed, mentioned)
+            tracked |= _read(tags, names[i] if i < len(names) else rest, value, items, passed, mentioned, self.rule)
         out_target = None
         for key, value in kwargs.items():
             if key == "out":
                 out_target = value
                 continue
-            tracked |= _read(tags, canonical_param(key), value, items, passed, mentioned)
+            tracked |= _read(tags, canonical_param(key), value, items, passed, mentioned, self.rule)
         constant = self.rule.makes_constants
         if not (tracked or constant or (out_target is not None and id(out_target) in tags)):
             return func(*args, **kwargs)
@@ -803,8 +805,9 @@ def _bind_positions(overloads: Sequence[tuple[tuple[str, ...], str | None]], rul
 
 
 def _read(tags: dict[int, _Tag], param: str, value: object, items: list[object], passed: list[str],
-          mentioned: tuple[str, ...]) -> bool:
-    """Record ``value`` passed as ``param``: a tensor (its tracked type), a number, or a sequence of them.
+          mentioned: tuple[str, ...], rule: OpRule) -> bool:
+    """Record ``value`` passed as ``param`` of an op with ``rule``: a tensor (its tracked type), a number, or a
+    sequence of them; a number the rule's join leaves out (:func:`absorbed`) and a string are *passed*.
 
     Returns whether a tracked tensor was found.
     """
@@ -816,16 +819,20 @@ def _read(tags: dict[int, _Tag], param: str, value: object, items: list[object],
         return False
     kind = type(value)
     if kind is int or kind is float or kind is bool:
-        if param in mentioned:
+        if param in mentioned and not absorbed(rule, param, float(value)):  # type: ignore[arg-type]
             items += (param, _ZERO_NUMBER if value == 0 else _WEAK_NUMBER)
         else:
             passed.append(param)
+            if kind is bool:
+                passed.append(passed_literal(param, value))  # type: ignore[arg-type]
         return False
     if kind is list or kind is tuple:
         found = False
         for item in value:  # type: ignore[attr-defined]
-            found |= _read(tags, param, item, items, passed, mentioned)
+            found |= _read(tags, param, item, items, passed, mentioned, rule)
         return found
+    if kind is str:
+        passed.append(passed_literal(param, value))  # type: ignore[arg-type]
     if param in mentioned and isinstance(value, (torch.SymInt, torch.SymFloat)):
         items += (param, UNKNOWN)  # a number that may differ per rank: unknown
         return False

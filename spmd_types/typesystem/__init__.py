@@ -93,6 +93,8 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.join import fits as fits
     from spmd_types.typesystem.join import merge_paths as merge_paths
     from spmd_types.typesystem.join import paths_disagree as paths_disagree
+    from spmd_types.typesystem.join import writes_through as writes_through
+    from spmd_types.typesystem.join import written_buffer as written_buffer
     from spmd_types.typesystem.layout import Digit as Digit
     from spmd_types.typesystem.layout import Reorder as Reorder
     from spmd_types.typesystem.layout import change as change
@@ -128,6 +130,10 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.loss import check_backward as check_backward
     from spmd_types.typesystem.numbers import NUMBER_OPERATORS as NUMBER_OPERATORS
     from spmd_types.typesystem.numbers import arithmetic as arithmetic
+    from spmd_types.typesystem.numbers import element_count as element_count
+    from spmd_types.typesystem.numbers import global_length as global_length
+    from spmd_types.typesystem.numbers import length as length
+    from spmd_types.typesystem.numbers import on_a_length as on_a_length
     from spmd_types.typesystem.numbers import rank_index as rank_index
     from spmd_types.typesystem.numbers import read_out as read_out
     from spmd_types.typesystem.numbers import through_function as through_function
@@ -140,10 +146,12 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.ops import TENSOR_PROPERTIES as TENSOR_PROPERTIES
     from spmd_types.typesystem.ops import OpRule as OpRule
     from spmd_types.typesystem.ops import Result as Result
+    from spmd_types.typesystem.ops import absorbed as absorbed
     from spmd_types.typesystem.ops import canonical_param as canonical_param
     from spmd_types.typesystem.ops import display_name as display_name
     from spmd_types.typesystem.ops import lookup as lookup
     from spmd_types.typesystem.ops import method_name as method_name
+    from spmd_types.typesystem.ops import passed_literal as passed_literal
     from spmd_types.typesystem.partial_outputs import PARTIAL_OUTPUT_FUNCTIONS as PARTIAL_OUTPUT_FUNCTIONS
     from spmd_types.typesystem.partial_outputs import PartialOutputFunction as PartialOutputFunction
     from spmd_types.typesystem.partial_outputs import check_partial_output as check_partial_output
@@ -221,7 +229,7 @@ _DEFINED_IN: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("OpOutcome", "Operand", "apply_op", "check_fits", "check_fits_one_of", "check_group", "fits", "merge_paths",
-         "paths_disagree"),
+         "paths_disagree", "writes_through", "written_buffer"),
         "join",
     ),
     **dict.fromkeys(
@@ -237,11 +245,13 @@ _DEFINED_IN: dict[str, str] = {
     ),
     **dict.fromkeys(("AUTOGRAD_FUNCTIONS", "check_backward",), "loss"),
     **dict.fromkeys(
-        ("NUMBER_OPERATORS", "arithmetic", "rank_index", "read_out", "through_function"), "numbers"
+        ("NUMBER_OPERATORS", "arithmetic", "element_count", "global_length", "length", "on_a_length", "rank_index",
+         "read_out", "through_function"), "numbers"
     ),
     **dict.fromkeys(
         ("BUILTIN_SUM", "MODULE_OPS", "MODULE_PARAMETERS", "NONLINEAR", "OPERATOR_SYMBOLS", "OPS", "OpRule", "Result",
-         "TENSOR_PROPERTIES", "canonical_param", "display_name", "lookup", "method_name"),
+         "TENSOR_PROPERTIES", "absorbed", "canonical_param", "display_name", "lookup", "method_name",
+         "passed_literal"),
         "ops",
     ),
     **dict.fromkeys(

@@ -53,7 +53,7 @@ from spmd_types.typesystem.violations import Code, Fix, Violation
 
 __all__ = [
     "OpOutcome", "Operand", "apply_op", "check_fits", "check_fits_one_of", "check_group", "fits", "merge_paths",
-    "paths_disagree",
+    "paths_disagree", "writes_through", "written_buffer",
 ]
 
 
@@ -108,7 +108,8 @@ class _Roles:
 
 
 def _roles(rule: OpRule, params: Sequence[str], passed: Collection[str]) -> _Roles:
-    linear_op = bool(rule.terms) and not any(name in passed for name in rule.nonlinear_if)
+    linear_op = bool(rule.terms) and not any(name in passed for name in rule.nonlinear_if) and (
+        not rule.linear_only_with or any(name in passed for name in rule.linear_only_with))
     selectors = tuple(k for k, name in enumerate(params) if name in rule.selectors)
     active = [k for k, name in enumerate(params) if name not in rule.ignored and k not in selectors]
     if not linear_op:
@@ -169,6 +170,7 @@ def apply_op(
     else:
         roles = _roles(rule, params, passed)
         result, violations = _join(roles, joined)
+        violations += _side_effects(rule, params, types, passed, result)
         if op is not None:
             result = _follow_shards(op, args or {}, roles, operands, result)
         if rule.result in (Result.DETACH, Result.COPY) or not autograd:
@@ -177,9 +179,45 @@ def apply_op(
             result = _variable(result)
     if rule.inplace and "input" in params:
         target = types[params.index("input")]
+        if _constant(target):
+            # A buffer of constants written in place stays what it was made as (see written_buffer): a
+            # collective on what is written cannot make it fit, computing out of place can.
+            violations = tuple(replace(v, fixes=(), reason=f"{v.reason}, written into a buffer of constants: "
+                                                           "compute it out of place") for v in violations)
         violations += check_fits(result, target, code=Code.INPLACE)
         result = target
     return OpOutcome(result, violations)
+
+
+def _side_effects(rule: OpRule, params: Sequence[str], types: Sequence[SpmdType], passed: Collection[str],
+                  result: SpmdType) -> tuple[Violation, ...]:
+    """What an op does besides its result: statistics it writes (``updates``), indices it counts (``counts_when``)."""
+    found: list[Violation] = []
+    if rule.updates and rule.updates_when in passed:
+        for name, t in zip(params, types):
+            if name in rule.updates:
+                found += [replace(v, fixes=(), reason=f"{name} is updated in place with statistics of type "
+                                                      f"{_spelled(result.get(v.axis) if v.axis else None)}, "
+                                                      "this rank's own: compute them over every rank's data, or "
+                                                      "keep one running statistic per rank")
+                          for v in check_fits(_detached(result), t, code=Code.INPLACE)]
+    if rule.counts_when and rule.counts_when in passed:
+        for name, t in zip(params, types):
+            if name in rule.selectors:
+                found += [Violation(Code.MIX, axis, f"{rule.counts_when} counts this rank's indices ({name}), "
+                                                    f"{kind!r} on this axis: each rank scales the gradient by its "
+                                                    "own counts, not the whole batch's",
+                                    types=(repr(kind),))
+                          for axis, kind in t.items() if is_varying(kind)]
+    return tuple(found)
+
+
+def _spelled(kind: AxisType | None) -> str:
+    return repr(kind) if kind is not None else "unknown"
+
+
+def _constant(t: SpmdType) -> bool:
+    return isinstance(t.default, Constant) and all(isinstance(kind, Constant) for _, kind in t.items())
 
 
 def _join(roles: _Roles, types: Sequence[SpmdType]) -> tuple[SpmdType, tuple[Violation, ...]]:
@@ -501,6 +539,36 @@ def check_group(value_axis: str, declared_axis: str) -> tuple[Violation, ...]:
 
 
 # -- values that depend on the path taken ---------------------------------------------
+
+
+def writes_through(rule: OpRule, operands: Sequence[Operand], source: SpmdType, *, autograd: bool = True
+                   ) -> tuple[Violation, ...]:
+    """The violations of in-place op ``rule`` whose target shares its storage with a tensor of type ``source``.
+
+    ``y = reinterpret(x, "tp", src=R, dst=V)`` is ``x`` itself (where
+    ``convert`` copies): writing into ``y`` writes into ``x`` too, so what is
+    written must fit ``x``'s type as well (``y += v`` would leave ``x``
+    declared ``R`` but different on every rank).  The target's own data is
+    the source's, so it takes part as ``source`` (``y.mul_(2)`` writes ``2 x``).
+    """
+    as_source = [replace(o, type=source) if canonical_param(o.param) == "input" else o for o in operands]
+    written = apply_op(replace(rule, inplace=False), as_source, autograd=autograd).result
+    return tuple(replace(v, reason=f"{v.reason} (it is the input of the reinterpret it came from)",
+                         fixes=())
+                 for v in check_fits(written, source, code=Code.INPLACE))
+
+
+def written_buffer(t: SpmdType) -> SpmdType:
+    """The type of a buffer made as a constant of type ``t`` that its function then writes in place.
+
+    mypy keeps one type for the variable, whatever is written into it later.
+    A buffer of zeros (``acc = torch.zeros(())``, ``acc += loss``) holds what is
+    written, which may be anything a zero fits, so it is unknown.  A buffer of
+    other constants (``torch.ones``, ``torch.tensor(1.0)``) keeps their type,
+    which what is written must fit: a pending sum added to a one would count
+    the one once per rank.
+    """
+    return UNKNOWN if t.default is ZERO and all(kind is ZERO for _, kind in t.items()) else t
 
 
 def merge_paths(types: Collection[SpmdType]) -> SpmdType | None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import math
 from dataclasses import dataclass
 from typing import Final
 
@@ -48,10 +49,12 @@ __all__ = [
     "TENSOR_PROPERTIES",
     "OpRule",
     "Result",
+    "absorbed",
     "canonical_param",
     "display_name",
     "lookup",
     "method_name",
+    "passed_literal",
 ]
 
 
@@ -89,6 +92,20 @@ class OpRule:
     product rather than separate summands.
     ``result``: what the result is made of.
     ``inplace``: the op writes its result into ``input`` (or ``out=``).
+    ``fills``: arguments whose value is written at selected positions
+    (``masked_fill``'s ``value``); an infinite number there leaves the join
+    (:func:`absorbed`).
+    ``linear_only_with``: where not empty, the op is linear only when one of
+    these ``name=value`` literal arguments is given (:func:`passed_literal`:
+    ``scatter_reduce`` with ``reduce="sum"``), else non-linear.
+    ``updates``: tensor arguments the op writes its statistics into, when the
+    literal argument ``updates_when`` is given (``batch_norm``'s running mean
+    and variance with ``training=True``): what is written, a function of every
+    argument, must fit each of them.
+    ``counts_when``: a literal argument with which the op counts its selectors
+    (``embedding`` with ``scale_grad_by_freq=True`` divides each row's
+    gradient by how often its index occurs): the count is this rank's, so the
+    selectors must be the same on every rank.
     """
 
     terms: tuple[tuple[str, ...], ...] = ()
@@ -99,6 +116,11 @@ class OpRule:
     sequence_product: bool = False
     result: Result = Result.JOIN
     inplace: bool = False
+    fills: tuple[str, ...] = ()
+    linear_only_with: tuple[str, ...] = ()
+    updates: tuple[str, ...] = ()
+    updates_when: str = ""
+    counts_when: str = ""
 
     @property
     def makes_constants(self) -> bool:
@@ -122,7 +144,7 @@ class OpRule:
     def params(self) -> tuple[str, ...]:
         """Every argument name the rule mentions (read at every checked call: worked out once per rule)."""
         names = [name for term in self.terms for name in term]
-        names += [*self.nonlinear, *self.selectors, *self.ignored, *self.nonlinear_if]
+        names += [*self.nonlinear, *self.selectors, *self.ignored, *self.nonlinear_if, *self.updates]
         return tuple(dict.fromkeys(names))
 
 
@@ -139,6 +161,25 @@ def method_name(method: str) -> str:
 
 TENSOR_PROPERTIES: Final = ("T", "mT", "H", "mH", "real", "imag")
 """The tensor attributes that are ops (``x.T``), each with a rule under its :func:`method_name`."""
+
+
+def absorbed(rule: OpRule, param: str, value: float) -> bool:
+    """Whether the Python number ``value``, given as ``param`` of an op with ``rule``, leaves the op's join.
+
+    An infinity written at selected positions (``masked_fill(p, mask,
+    float("-inf"))``, ``where(mask, p, -inf)``) fits a pending sum: every rank
+    writes it at the same positions (the mask is the same on every rank, or
+    the join reports it), and the sum of the ranks' infinities there is the
+    same infinity, as on one device.  A finite value would be counted once per
+    rank.  The number contributes no type, so with a constant input the result
+    is weak, not zero.
+    """
+    return param in rule.fills and value in (math.inf, -math.inf)
+
+
+def passed_literal(param: str, value: str | bool) -> str:
+    """How a string or bool given literally is named among the passed arguments (``reduce=sum``, ``training=True``)."""
+    return f"{param}={value}"
 
 
 def canonical_param(name: str) -> str:
@@ -212,15 +253,19 @@ _FUNCTION_AND_METHOD: Final[dict[str, OpRule]] = {
 
     # Sums: each argument is a summand (alpha/value scale a term, which keeps it linear).
     **dict.fromkeys(("add", "sub", "subtract"), _linear("input", "other")),
-    "where": _linear("input", "other", selectors=("condition",)),
-    "masked_fill": _linear("input", "value", selectors=("mask",)),
+    "where": dataclasses.replace(_linear("input", "other", selectors=("condition",)), fills=("input", "other")),
+    "masked_fill": dataclasses.replace(_linear("input", "value", selectors=("mask",)), fills=("value",)),
     "masked_scatter": _linear("input", "source", selectors=("mask",)),
-    "index_fill": _linear("input", "value", selectors=("index",)),
+    "index_fill": dataclasses.replace(_linear("input", "value", selectors=("index",)), fills=("value",)),
     "index_add": _linear("input", "source", selectors=("index",)),
     "index_copy": _linear("input", "source", selectors=("index",)),
     "index_put": _linear("input", "values", selectors=("indices",)),
     "scatter": _linear("input", "src", "value", selectors=("index",), nonlinear_if=("reduce",)),
     "scatter_add": _linear("input", "src", selectors=("index",)),
+    # Linear where the reduction is: each output element is its input's, or a sum (or mean) over the index,
+    # which every rank takes alike.
+    "scatter_reduce": dataclasses.replace(_linear("input", "src", selectors=("index",)),
+                                          linear_only_with=("reduce=sum", "reduce=mean")),
     "lerp": _linear("input", "end", nonlinear=("weight",)),
     "diff": _linear("input", "prepend", "append"),
     # Selections: linear in the data, not in the index.
@@ -272,7 +317,8 @@ _FUNCTION_ONLY: Final[dict[str, OpRule]] = {
     "einsum": _product("args", sequence_product=True),
     "chain_matmul": _product("matrices", sequence_product=True),
     "tensordot": _product("a", "b"),
-    "embedding": _linear("weight", selectors=("indices",)),
+    "embedding": dataclasses.replace(_linear("weight", selectors=("indices",)),
+                                     counts_when=passed_literal("scale_grad_by_freq", True)),
     "bucketize": _no_gradient("input", "boundaries"),
     "searchsorted": _no_gradient("sorted_sequence", "input"),
     "zeros": _constant(Result.ZERO),
@@ -333,7 +379,9 @@ _FUNCTIONAL: Final[dict[str, OpRule]] = {
     "bilinear": _sum_of(("input1", "weight", "input2"), ("bias",)),
     **{name: _sum_of(("input", "weight"), ("bias",))
        for name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d")},
-    "embedding": _linear("weight", selectors=("input",)),
+    "embedding": dataclasses.replace(_linear("weight", selectors=("input",)),
+                                     counts_when=passed_literal("scale_grad_by_freq", True)),
+    "batch_norm": OpRule(updates=("running_mean", "running_var"), updates_when=passed_literal("training", True)),
     "pad": _linear("input", "value"),
     **dict.fromkeys(
         ("avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
@@ -347,7 +395,7 @@ _FUNCTIONAL: Final[dict[str, OpRule]] = {
 _INPLACE_VARIANTS: Final = (
     "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "neg", "negative",
     "masked_fill", "masked_scatter", "index_fill", "index_add", "index_copy", "index_put", "scatter",
-    "scatter_add", "lerp", "addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv",
+    "scatter_add", "scatter_reduce", "lerp", "addmm", "addbmm", "baddbmm", "addmv", "addr", "addcmul", "addcdiv",
     "squeeze", "unsqueeze", "transpose", "t", "swapaxes", "swapdims", "tril", "triu", "cumsum",
 )
 

@@ -76,6 +76,10 @@ OPS: Final = {
     "flatten": ("{0}.reshape(-1)", 1, "linear"),
     "first": ("{0}[0]", 1, "linear"),
     "stack": ("torch.stack([{0}, {1}])", 2, "linear"),
+    "scatter_sum": ('{0}.scatter_reduce(0, torch.zeros_like({1}, dtype=torch.long), {1}, reduce="sum")', 2, "linear"),
+    "scatter_add": ("{0}.scatter_add(0, torch.zeros_like({1}, dtype=torch.long), {1})", 2, "linear"),
+    "scatter_amax": ('{0}.scatter_reduce(0, torch.zeros_like({1}, dtype=torch.long), {1}, reduce="amax")', 2,
+                     "nonlinear"),
     "zeros": ("torch.zeros(4, 4)", 0, "zero"),
     "ones": ("torch.ones(4, 4)", 0, "weak"),
     "full": ("torch.full((4, 4), 0.5)", 0, "weak"),
@@ -355,7 +359,7 @@ def _guess(name: str, operands: list[SpmdKinds], axes: tuple[str, ...]) -> SpmdK
             result[axis] = "X"
         else:
             kind = _join(kinds)
-            if kind.startswith("S") and name in ("sum", "sum0", "t", "matmul", "T", "mT", "mean", "mean0", "flatten", "first", "stack", "linear", "max", "norm", "cat"):
+            if kind.startswith("S") and name in ("sum", "sum0", "t", "matmul", "T", "mT", "mean", "mean0", "flatten", "first", "stack", "linear", "max", "norm", "cat", "scatter_sum", "scatter_add", "scatter_amax"):
                 kind = "V"
             result[axis] = kind
     return result
@@ -373,6 +377,8 @@ def _op_shape(name: str, shapes: list[tuple[int, ...]]) -> tuple[int, ...] | Non
             return (2, *a) if a == b else None
         if name == "cat":
             return (a[0] + b[0], *a[1:]) if a and b and a[1:] == b[1:] else None
+        if name.startswith("scatter"):
+            return a if a == b and a else None
         if a == b or not b:
             return a
         return b if not a else None

@@ -263,3 +263,41 @@ def test_a_shard_on_another_dim_does_not_fit_the_declaration() -> None:
             rows(typed(S["tp", 0], shape=(4, 3)))
     assert caught.value.code == "spmd-boundary"
     assert "expected S(0), got S(1)" in str(caught.value)
+
+
+def test_an_infinite_fill_and_a_summing_scatter_fit_a_partial_sum() -> None:
+    """As for the plugin (tests/plugin/cases/ops_fills_and_scatters.py)."""
+    with spmd.runtime_checking() as tracker:
+        p, r = typed(P["tp"]), typed(R["tp"])
+        index = torch.zeros(4, 4, dtype=torch.long)
+        assert tracker.type_of(p.masked_fill(r > 0, float("-inf"))) == parse("tp:P")
+        assert tracker.type_of(torch.where(r > 0, p, float("inf"))) == parse("tp:P")
+        assert tracker.type_of(p.scatter_reduce(0, index, p, reduce="sum")) == parse("tp:P")
+        assert tracker.type_of(torch.zeros(4).masked_fill(torch.ones(4) > 0, float("-inf"))) == SpmdType(
+            default=spmd.typesystem.WEAK)  # an infinity is no zero
+        for wrong in (lambda: p.masked_fill(r > 0, -1e4), lambda: p.scatter_reduce(0, index, p, reduce="amax")):
+            with pytest.raises(spmd.SpmdTypeCheckError) as caught:
+                wrong()
+            assert caught.value.code == "spmd-partial"
+
+
+def test_frequencies_counted_over_this_rank_s_indices_are_reported() -> None:
+    """As for the plugin (tests/plugin/cases/statistics.py)."""
+    with spmd.runtime_checking():
+        ids, table = spmd.assert_type(torch.tensor([0, 1, 1]), V["dp"]), typed(R["dp"])
+        F.embedding(ids, table)  # without the counts, the rows of this rank's ids: fine
+        with pytest.raises(spmd.SpmdTypeCheckError) as caught:
+            F.embedding(ids, table, scale_grad_by_freq=True)
+    assert caught.value.code == "spmd-mix"
+    assert "scale_grad_by_freq=True counts this rank's indices" in str(caught.value)
+
+
+def test_running_statistics_updated_with_this_rank_s_batch_are_reported() -> None:
+    """As for the plugin (tests/plugin/cases/statistics.py)."""
+    with spmd.runtime_checking():
+        x = typed(V["dp"], shape=(4, 3))
+        F.batch_norm(x, torch.zeros(3), torch.ones(3), training=False)  # reads them only: fine
+        with pytest.raises(spmd.SpmdTypeCheckError) as caught:
+            F.batch_norm(x, torch.zeros(3), torch.ones(3), training=True)
+    assert caught.value.code == "spmd-inplace"
+    assert "running_mean is updated in place with statistics of type V" in str(caught.value)

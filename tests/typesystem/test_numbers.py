@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from spmd_types.typesystem import Code, arithmetic, parse, rank_index, read_out, through_function
+from spmd_types.typesystem import (
+    Code,
+    arithmetic,
+    element_count,
+    global_length,
+    length,
+    on_a_length,
+    parse,
+    rank_index,
+    read_out,
+    through_function,
+)
 
 
 @pytest.mark.parametrize(("tensor", "number"), [
@@ -57,3 +68,37 @@ def test_a_function_of_numbers_is_not_linear() -> None:
     assert through_function([parse("tp:V, *:weak"), WEAK]).result == parse("tp:V, *:weak")
     (violation,) = through_function([parse("tp:P")]).violations
     assert violation.code is Code.PARTIAL
+
+
+@pytest.mark.parametrize(("tensor", "dim", "ndim", "number"), [
+    ("tp:S(0), dp:R", 0, None, "tp:V, *:weak"),  # the rank's piece
+    ("tp:S(0), dp:S(0)", 0, None, "tp:V, dp:V, *:weak"),
+    ("tp:S(0)", 1, None, "*:weak"),  # a dim no axis shards
+    ("tp:S(1)", -1, None, "tp:V, *:weak"),  # may be the same dim: taken as the piece's
+    ("tp:S(1)", -1, 3, "*:weak"),  # is not
+    ("tp:S(-1)", 1, 2, "tp:V, *:weak"),
+    ("tp:S(0)", None, None, "tp:V, *:weak"),  # a dim not known
+    ("tp:R, dp:V", 0, None, "*:weak"),  # not a shard: the same length on one device
+    ("tp:P", 0, None, "*:weak"),
+])
+def test_a_length_is_the_piece_s_on_the_axes_that_shard_its_dim(tensor: str, dim: int | None, ndim: int | None,
+                                                                  number: str) -> None:
+    assert length(parse(tensor), dim, ndim) == parse(number)
+
+
+def test_the_element_count_is_the_piece_s_on_every_shard_axis() -> None:
+    assert element_count(parse("tp:S(1), dp:S(0), cp:R")) == parse("tp:V, dp:V, *:weak")
+
+
+def test_a_length_times_its_axis_size_is_the_global_length() -> None:
+    local = length(parse("tp:S(0), dp:S(0)"), 0)
+    assert global_length(local, ["tp"]) == parse("dp:V, *:weak")
+    assert global_length(rank_index(["tp"]), ["dp"]) == rank_index(["tp"])
+
+
+def test_a_violation_on_a_length_names_it_and_offers_no_fix() -> None:
+    (violation,) = arithmetic("/", [parse("tp:P"), parse("tp:V, *:weak")]).violations
+    said = on_a_length(violation, "x.shape[0]")
+    assert said.fixes == () and said.code is violation.code
+    assert said.reason.endswith('x.shape[0] reads the length of this rank\'s piece of a shard; for the global length, '
+                                'multiply it by axis_size("tp")')

@@ -2,7 +2,7 @@
 
 A number that every rank shares is a constant; one read out of per-rank data (``.item()``,
 ``float(t)``, ``t.tolist()``) or computed from ``axis_index`` is not, also through arithmetic,
-Python functions and local variables (spmd_types/typesystem/numbers.py).
+Python functions, local variables and attributes of self (spmd_types/typesystem/numbers.py).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import math
 from typing import Annotated
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.distributed import ProcessGroup
 
 from spmd_types import Axis, I, P, R, V, all_reduce, axis_index
@@ -90,3 +90,24 @@ def a_loop_counter_is_a_constant(w: Annotated[Tensor, R["tp"]], steps: int) -> A
 
 def the_rank_on_a_group(pos: Annotated[Tensor, R["cp"]], cp: Annotated[ProcessGroup, Axis["cp"]]) -> Annotated[Tensor, R["cp"]]:
     return pos[axis_index(cp)]  # E: [spmd-boundary] return value on axis 'cp': expected R, got V
+
+
+class Window(nn.Module):
+    """Numbers kept in attributes: ``self.start`` is the rank's, ``self.n`` a constant."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+        self.start = axis_index("cp") * n
+
+    def forward(self, pos: Annotated[Tensor, R["cp"]]) -> Annotated[Tensor, R["cp"]]:
+        return pos[self.start : self.start + self.n]  # E: [spmd-boundary] return value on axis 'cp': expected R, got V
+
+    def positions(self) -> Annotated[Tensor, R["cp"]]:
+        return torch.arange(self.start, self.start + self.n)  # E: [spmd-boundary] return value on axis 'cp': expected R, got V
+
+    def rows(self, pos: Annotated[Tensor, R["cp"]]) -> Annotated[Tensor, V["cp"]]:
+        return pos.narrow(0, self.start, self.n)  # OK
+
+    def first_rows(self, pos: Annotated[Tensor, R["cp"]]) -> Annotated[Tensor, R["cp"]]:
+        return pos[: self.n]  # OK: a constant every rank shares

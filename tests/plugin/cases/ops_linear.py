@@ -49,7 +49,7 @@ def affine(p: Pt, r: Rt) -> None:
     c = 1.0 - p  # E: [spmd-partial] P plus a non-partial term (weak)
     d = torch.cat([p, r])  # E: [spmd-partial] torch.cat on axis 'tp'
     e = torch.where(r > 0, p, r)  # E: [spmd-partial] P plus a non-partial term (R)
-    f = p.masked_fill(r > 0, float("-inf"))  # E: [spmd-partial] P plus a non-partial term (weak)
+    f = p.masked_fill(r > 0, -1e4)  # E: [spmd-partial] P plus a non-partial term (weak)
     g = p + torch.ones(3)  # E: [spmd-partial] P plus a non-partial term (weak)
     h = p + torch.zeros(3)  # OK
     i = F.pad(p, (1, 1), value=1.0)  # E: [spmd-partial] P plus a non-partial term (weak)
