@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
-from mypy.nodes import ARG_POS, Context, Decorator, Expression, FuncDef, TypeInfo
+from mypy.nodes import ARG_POS, Context, Decorator, Expression, FuncDef, OverloadedFuncDef, TypeInfo
 from mypy.plugin import CheckerPluginInterface, FunctionContext, FunctionSigContext, MethodContext, MethodSigContext
 from mypy.types import (
     AnyType,
@@ -30,6 +30,7 @@ from mypy.types import (
     FunctionLike,
     Instance,
     NoneType,
+    Overloaded,
     ProperType,
     TupleType,
     Type,
@@ -47,6 +48,7 @@ from spmd_mypy.compat import (
     checks_a_value_of_a_type_variable,
     declared_return_type,
     is_declaration,
+    is_subtype,
     replace_type_variables,
 )
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
@@ -125,13 +127,12 @@ def relax_method(session: Session, ctx: MethodSigContext, method: str) -> Functi
     module), and ``Function.apply`` calls the autograd Function's ``forward``
     (without its ``ctx``).
     """
-    signature: CallableType | None = ctx.default_signature
+    signature: FunctionLike | None = ctx.default_signature
     receiver = get_proper_type(ctx.type)
     if method == "__call__" and isinstance(receiver, Instance):
         forward = _forward_signature(receiver.type)
-        owner = forward.definition.info if forward is not None and isinstance(forward.definition, FuncDef) else None
-        bound = bind_method(forward, receiver, owner) if forward is not None else None
-        signature = bound if isinstance(bound, CallableType) else None
+        owner = _forward_owner(receiver.type)
+        signature = bind_method(forward, receiver, owner) if forward is not None else None
     elif method == "apply":
         info = _class_of(receiver)
         forward = _forward_signature(info) if info is not None else None
@@ -141,8 +142,12 @@ def relax_method(session: Session, ctx: MethodSigContext, method: str) -> Functi
     return _relaxed(session, ctx.context, signature)
 
 
-def _relaxed(session: Session, call: Context, signature: CallableType) -> CallableType:
-    """``signature`` relaxed; the call remembers it, for :func:`check_call` to check the arguments exactly."""
+def _relaxed(session: Session, call: Context, signature: FunctionLike) -> FunctionLike:
+    """``signature`` relaxed; the call remembers it, for :func:`check_call` to check the arguments exactly.
+
+    An overloaded ``forward`` (a flag of each call, ``runtime_gather_output:
+    Literal[True]``) is relaxed item by item; mypy picks the item.
+    """
     relaxed = session.relaxed
     if len(relaxed) > _RELAXED_LIMIT:
         relaxed.clear()
@@ -150,16 +155,44 @@ def _relaxed(session: Session, call: Context, signature: CallableType) -> Callab
         relaxed[call] = None  # several overloads were tried: do not guess which one matched
     else:
         relaxed[call] = signature
+    if isinstance(signature, Overloaded):
+        return Overloaded([_relax(item) for item in signature.items])
+    assert isinstance(signature, CallableType)
     return _relax(signature)
 
 
 def check_call(session: Session, ctx: FunctionContext | MethodContext, callee: str) -> Verdict:
     """A call of a declared callable: each argument fits its parameter; the result is a value like any other."""
-    verdict = Verdict(returns=_as_computed(session, ctx.api, ctx.default_return_type), fit=True)
-    declared = session.relaxed.pop(ctx.context, None)
-    if declared is not None:
-        _check_arguments(verdict, declared, ctx, callee)
+    declared = session.relaxed.get(ctx.context)
+    overloaded = isinstance(declared, Overloaded)
+    verdict = Verdict(returns=_as_computed(session, ctx.api, ctx.default_return_type), fit=True,
+                      speculative=overloaded)
+    if isinstance(declared, Overloaded):
+        # mypy tries the items one by one, each time calling this hook: keep the overloads for the next try,
+        # and report past mypy's filter of the tries, so that an SPMD error does not make it try another item.
+        declared = _matched_item(declared, ctx)
+    else:
+        session.relaxed.pop(ctx.context, None)
+    if isinstance(declared, CallableType):
+        _check_arguments(verdict, declared, ctx, callee, speculative=overloaded)
     return verdict
+
+
+def _matched_item(overloaded: Overloaded, ctx: FunctionContext | MethodContext) -> CallableType | None:
+    """The item of ``overloaded`` that mypy picks for the call: the first whose relaxed parameters take the arguments.
+
+    ``None`` when none does (the call is wrong, and mypy says so) or the items'
+    parameters do not line up with the arguments as mypy mapped them.
+    """
+    for item in overloaded.items:
+        relaxed = _relax(item)
+        if len(relaxed.arg_types) == len(ctx.arg_types) and all(
+            is_subtype(actual, formal)
+            for formal, actuals in zip(relaxed.arg_types, ctx.arg_types)
+            for actual in actuals
+        ):
+            return item
+    return None
 
 
 def _relax(signature: CallableType) -> CallableType:
@@ -205,12 +238,21 @@ def _plain(typ: Type, nested: bool) -> Type:
     return typ
 
 
-def _forward_signature(info: TypeInfo) -> CallableType | None:
-    """The signature of ``forward`` of a module or autograd Function class, if annotated."""
+def _forward_signature(info: TypeInfo) -> FunctionLike | None:
+    """The signature of ``forward`` of a module or autograd Function class, if annotated; its overloads, if any."""
     method = info.get_method("forward")
+    if isinstance(method, OverloadedFuncDef):
+        overloads = get_proper_type(method.type) if method.type is not None else None
+        return overloads if isinstance(overloads, Overloaded) else None
     if not isinstance(method, (FuncDef, Decorator)):
         return None
     return signature_of(method)
+
+
+def _forward_owner(info: TypeInfo) -> TypeInfo | None:
+    """The class that defines ``forward`` (generic classes bind its type variables from the receiver)."""
+    method = info.get_method("forward")
+    return method.info if isinstance(method, (FuncDef, Decorator, OverloadedFuncDef)) else None
 
 
 def _drop_first(signature: FunctionLike) -> CallableType | None:
@@ -239,9 +281,11 @@ def _as_computed(session: Session, api: CheckerPluginInterface, typ: Type) -> Ty
     The declaration belongs to the callee; in the caller the result is a value
     like any other, so ``a = f(x)`` does not make ``a`` declared, and without
     ``allow_redefinition`` ``a`` can still be re-bound (see
-    :mod:`spmd_mypy.encoding`).
+    :mod:`spmd_mypy.encoding`); nor does ``a, b = f(x)`` for a tuple result.
     """
     proper = get_proper_type(typ)
+    if isinstance(proper, TupleType):
+        return proper.copy_modified(items=[_as_computed(session, api, item) for item in proper.items])
     if not isinstance(proper, Instance) or proper.type.fullname not in SPMD_TENSORS or not is_declaration(proper):
         return typ
     spmd = Encoder.read(proper)
@@ -251,7 +295,8 @@ def _as_computed(session: Session, api: CheckerPluginInterface, typ: Type) -> Ty
 
 
 def _check_arguments(
-    verdict: Verdict, declared: CallableType, ctx: FunctionContext | MethodContext, callee: str
+    verdict: Verdict, declared: CallableType, ctx: FunctionContext | MethodContext, callee: str,
+    *, speculative: bool = False,
 ) -> None:
     """Report each argument whose SPMD type does not fit its declared parameter."""
     for formal, name, actual_types, exprs in zip(declared.arg_types, declared.arg_names, ctx.arg_types, ctx.args):
@@ -260,7 +305,7 @@ def _check_arguments(
         for actual, expr in zip(actual_types, exprs):
             where = argument_site(name, callee)
             violations = _compare(verdict, actual, formal, expr)
-            verdict.report(violations, expr, where, value=source(expr))
+            verdict.report(violations, expr, where, value=source(expr), speculative=speculative)
 
 
 def _is_restricted(formal: Type) -> bool:
@@ -288,10 +333,18 @@ def _compare(verdict: Verdict, actual: Type, formal: Type, expr: Expression) -> 
         if len(members) == 1:
             return _compare(verdict, actual, members[0], expr)
     if isinstance(want, Instance) and isinstance(have, Instance) and want.type == have.type:
-        return [v for a, f in zip(have.args, want.args) for v in _compare(verdict, a, f, expr)]
+        return [_in_elements(v) for a, f in zip(have.args, want.args) for v in _compare(verdict, a, f, expr)]
     if isinstance(want, TupleType) and isinstance(have, TupleType) and len(want.items) == len(have.items):
-        return [v for a, f in zip(have.items, want.items) for v in _compare(verdict, a, f, expr)]
+        return [_in_elements(v) for a, f in zip(have.items, want.items) for v in _compare(verdict, a, f, expr)]
     return []
+
+
+def _in_elements(violation: Violation) -> Violation:
+    """A violation of a container's elements: a call on the container would not fix it; say what does in words."""
+    if not violation.fixes:
+        return violation
+    calls = " or ".join(fix.call.format(x="element") for fix in violation.fixes)
+    return replace(violation, reason=f"{violation.reason} in its elements (each element needs {calls})", fixes=())
 
 
 def _compare_groups(have: ProperType, want: Instance) -> list[Violation]:
@@ -326,10 +379,12 @@ def fit_declared(
     if context_type is None:
         return result
     expected = _optional_item(context_type)
-    if context_type is declared_result:
-        where = RETURN_VALUE
+    if context_type is declared_result or (declared_result is not None and files.is_returned(session, api, context)):
+        where = RETURN_VALUE  # the second: a copy of a method for a value of its class's type variable
     elif _is_declaration(expected) and not files.assigned_to_inferred(session, api, context):
         where = "value of a declared type"
+    elif _is_declaration(expected):
+        return _kept(session, api, result)  # a parameter that allow_redefinition lets be re-bound
     else:
         return result
     declared, value = Encoder.read(expected), Encoder.read(result)
@@ -353,8 +408,18 @@ def fit_declared(
     value_name = source(context) if violations and isinstance(context, Expression) else None
     verdict.report(violations, context, where, operands, value=value_name, speculative=verdict.speculative)
     # A value that fits and that mypy accepts as it is keeps its own type, so that a declared
-    # variable re-bound to it is narrowed to it (x = all_reduce(x, ..., op="max") is a constant).
-    return result if not violations and _any_argument(result) else expected
+    # variable re-bound to it is narrowed to it.
+    return _kept(session, api, result) if not violations and _any_argument(result) else expected
+
+
+def _kept(session: Session, api: CheckerPluginInterface, result: Type) -> Type:
+    """``result`` as it goes into a declared variable: a constant is written so that mypy narrows the
+    variable to it (``x = all_reduce(x, "tp", src=V, dst=R, op="max")``; see :meth:`Encoder.tensor`)."""
+    proper = get_proper_type(result)
+    value = Encoder.read(proper)
+    if not isinstance(proper, Instance) or not isinstance(value, SpmdType) or not proper.type.bases:
+        return result
+    return Encoder.for_checker(session, api).tensor(value, proper.type.bases[0], inferred=True, kept=True) or result
 
 
 def _optional_item(typ: Type) -> Type:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from mypy.nodes import Decorator, FuncDef, TypeInfo, Var
+from mypy.nodes import Decorator, FuncDef, OverloadedFuncDef, TypeInfo, Var
 from mypy.types import CallableType, ProperType, TypeVarType, get_proper_type
 
 from spmd_mypy import gradual
@@ -114,8 +114,12 @@ def _lookup_method(session: Session, owner: str, method: str) -> Answer:
         return _UNKNOWN
     if (method == "__call__" and info.has_base(MODULE)) or (method == "apply" and info.has_base(AUTOGRAD_FUNCTION)):
         # A forward generic in its tensors (``def forward(self, x: T) -> T``) is typed too: mypy
-        # binds T at each call, so a norm or dropout module keeps its input's SPMD type.
-        return Answer.of(info, info.get_method("forward"), generic_in_tensors=True)
+        # binds T at each call, so a norm or dropout module keeps its input's SPMD type.  An overloaded
+        # forward (a flag of each call) is declared by its implementation; its calls take the overloads.
+        forward = info.get_method("forward")
+        if isinstance(forward, OverloadedFuncDef) and forward.impl is not None:
+            forward = forward.impl
+        return Answer.of(info, forward, generic_in_tensors=True)
     return Answer.of(info, info.get_method(method))
 
 

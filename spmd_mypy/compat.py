@@ -30,6 +30,7 @@ from mypy.nodes import (
     CallExpr,
     ClassDef,
     ComparisonExpr,
+    ConditionalExpr,
     Context,
     Decorator,
     DictExpr,
@@ -193,13 +194,22 @@ def inferred_assignments(tree: MypyFile, parameters: bool) -> set[Expression]:
         if parameters and isinstance(node, FuncDef):
             names = frozenset(argument.variable.name for argument in node.arguments)
         if isinstance(node, AssignmentStmt) and node.type is None and all(
-            isinstance(target, NameExpr) and isinstance(target.node, Var)
-            and (target.node.is_inferred or target.name in names)
-            for target in node.lvalues
+            _names_inferred(target, names) for target in node.lvalues
         ):
             found.add(node.rvalue)
+            if isinstance(node.rvalue, (TupleExpr, ListExpr)):  # a, b = x, y: each value goes to a name
+                found.update(node.rvalue.items)
         pending.extend((child, names) for child in _nested_statements(node))
     return found
+
+
+def _names_inferred(target: Expression, parameters: frozenset[str]) -> bool:
+    """Whether assignment target ``target`` names only variables whose type mypy infers, or ``parameters``
+    (``a``, and ``a, b`` of a tuple unpacking)."""
+    if isinstance(target, (TupleExpr, ListExpr)):
+        return all(_names_inferred(item, parameters) for item in target.items)
+    return (isinstance(target, NameExpr) and isinstance(target.node, Var)
+            and (target.node.is_inferred or target.name in parameters))
 
 
 # The methods of a custom autograd Function, which run without recording a graph.
@@ -208,8 +218,8 @@ _FUNCTION_METHODS: Final = frozenset({"forward", "backward", "setup_context", "j
 
 def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
     """The line spans where no autograd runs: ``with torch.no_grad():`` bodies, functions decorated
-    with it, and the methods of custom ``torch.autograd.Function`` classes.  Empty if the tree
-    cannot be walked."""
+    with it, the methods of custom ``torch.autograd.Function`` classes, and the functions of the file
+    called only from there (:func:`_helpers_without_autograd`).  Empty if the tree cannot be walked."""
     spans: list[tuple[int, int]] = []
     for node in statements_in(tree):
         if isinstance(node, WithStmt) and any(_is_no_grad(expr) for expr in node.expr):
@@ -221,7 +231,38 @@ def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
                 function = method.func if isinstance(method, Decorator) else method
                 if isinstance(function, FuncDef) and function.name in _FUNCTION_METHODS:
                     spans.append((function.line, function.end_line or function.line))
-    return spans
+    return _helpers_without_autograd(tree, spans) if spans else spans
+
+
+def _helpers_without_autograd(tree: MypyFile, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans``, and the spans of the functions of the file that run only inside them.
+
+    Megatron's ``_VocabParallelCrossEntropy.forward`` calls static helpers of
+    another class (``VocabParallelCrossEntropy.calculate_cross_entropy_loss``),
+    which run without autograd too.  A function qualifies when every use of its
+    name in the file is a call made inside a span (found so far: helpers of
+    helpers count), and there is one; matching is by name, so a name used any
+    other way (a variable, a function passed as a value) keeps its functions
+    out.  ``forward`` and dunder methods, which modules and operators call
+    without naming them, never qualify.  Calls from other files are not seen.
+    """
+    functions: dict[str, list[FuncDef]] = {}
+    for node in statements_in(tree):
+        function = node.func if isinstance(node, Decorator) else node
+        if isinstance(function, FuncDef) and function.name != "forward" and not function.name.startswith("__"):
+            functions.setdefault(function.name, []).append(function)
+    expressions = subexpressions(tree)
+    callees = {id(expr.callee) for expr in expressions if isinstance(expr, CallExpr)}
+    uses: dict[str, list[tuple[int, bool]]] = {}
+    for expr in expressions:
+        if isinstance(expr, (NameExpr, MemberExpr)) and expr.name in functions:
+            uses.setdefault(expr.name, []).append((expr.line, id(expr) in callees))
+    found = list(spans)
+    while qualified := [name for name in functions if uses.get(name) and all(
+            called and any(first <= line <= last for first, last in found) for line, called in uses[name])]:
+        for name in qualified:
+            found += [(f.line, f.end_line or f.line) for f in functions.pop(name)]
+    return found
 
 
 def buffers_written_in_place(tree: MypyFile) -> set[Expression]:
@@ -343,14 +384,21 @@ def _written_names(node: Node) -> Iterator[str]:
 
 
 def returned_values(tree: MypyFile) -> set[Expression]:
-    """The expressions of the file's ``return`` statements.
+    """The expressions of the file's ``return`` statements, and the branches of a returned ``a if c else b``.
 
     When a returned value does not fit the declared result, mypy checks it
     again without the declared type as context and keeps that result if it
     reports nothing (``infer_context_dependent``); a hook that knows the
     expression is returned can still check it then.
     """
-    return {node.expr for node in statements_in(tree) if isinstance(node, ReturnStmt) and node.expr is not None}
+    pending = [node.expr for node in statements_in(tree) if isinstance(node, ReturnStmt) and node.expr is not None]
+    returned: set[Expression] = set()
+    while pending:
+        value = pending.pop()
+        returned.add(value)
+        if isinstance(value, ConditionalExpr):  # return a if flag else b: either branch is returned
+            pending += (value.if_expr, value.else_expr)
+    return returned
 
 
 def statements_in(node: Node) -> Iterator[Node]:

@@ -37,6 +37,7 @@ from mypy.types import (
     LiteralType,
     Type,
     TypeOfAny,
+    UninhabitedType,
     UnionType,
     get_proper_type,
 )
@@ -156,12 +157,18 @@ class Encoder:
             return None
         return package.path
 
-    def tensor(self, spmd: SpmdType, base: Instance, *, inferred: bool) -> Instance | None:
+    def tensor(self, spmd: SpmdType, base: Instance, *, inferred: bool, kept: bool = False) -> Instance | None:
         """``base`` (a tensor instance) carrying ``spmd``; ``None`` if the phantoms are not loaded.
 
         ``inferred`` marks a value computed by the plugin, which is written
         ``SpmdTensor[Any]`` where variables cannot be re-typed (see the module
-        docstring); declarations are always exact.
+        docstring); declarations are always exact.  A type that lists no axis
+        but constants is ``SpmdTensor[Any]`` too, unless ``kept``: the value
+        goes into a declared variable (``x = all_reduce(x, "tp", src=V, dst=R,
+        op="max")``, ``x`` a parameter).  mypy joins a declaration with an
+        assigned type that contains ``Any``, so there the constant is written
+        ``SpmdTensor[Never]``: a subtype of every SPMD type (the argument is
+        covariant), which mypy narrows the variable to.
         """
         name = SPMD_PARAMETER if base.type.has_base(PARAMETER) else SPMD_TENSOR
         info = lookup_type_info(self._modules, name)
@@ -184,8 +191,11 @@ class Encoder:
             for axis, kind in spmd.items()
             if not isinstance(kind, Constant)
         ]
-        if not items or (inferred and self._rebindable):
-            arg: Type = AnyType(TypeOfAny.special_form)
+        arg: Type
+        if not items:
+            arg = UninhabitedType() if kept and not spmd.is_unknown else AnyType(TypeOfAny.special_form)
+        elif inferred and self._rebindable:
+            arg = AnyType(TypeOfAny.special_form)
         else:
             arg = items[0] if len(items) == 1 else UnionType(items)
         return with_side_channel(Instance(info, [arg]), str(spmd), self._str, declared=not inferred)

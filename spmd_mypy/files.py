@@ -110,7 +110,10 @@ def attribute_values(session: Session, api: CheckerPluginInterface, name: str, u
 def is_returned(session: Session, api: CheckerPluginInterface, value: Context) -> bool:
     """Whether ``value`` is the expression of a ``return`` statement."""
     facts = _facts(session, api)
-    return facts is not None and value in facts.returned_values
+    if facts is None:
+        return False
+    # By place as well: in mypy's copy of a method for a value of its class's type variable the nodes are copies.
+    return value in facts.returned_values or _place(value) in facts.returned_places
 
 
 def without_autograd(session: Session, api: CheckerPluginInterface, where: Context) -> bool:
@@ -170,6 +173,10 @@ class FileFacts:
         return returned_values(self.tree)
 
     @functools.cached_property
+    def returned_places(self) -> set[tuple[int, int, int | None, int | None]]:
+        return {_place(value) for value in self.returned_values}
+
+    @functools.cached_property
     def inferred_assignments(self) -> set[Expression]:
         return inferred_assignments(self.tree, self.redefinable_parameters)
 
@@ -180,6 +187,10 @@ class FileFacts:
 
             self._size_one = size_one_spans(self.tree, lambda e, v: axis_counted(session, e, v), size_one_when)
         return frozenset(axis for first, last, axis in self._size_one if first <= line <= last)
+
+
+def _place(node: Context) -> tuple[int, int, int | None, int | None]:
+    return node.line, node.column, node.end_line, node.end_column
 
 
 def _imports_spmd_types(file: MypyFile) -> bool:

@@ -16,11 +16,14 @@ mypy itself binds each instance's type arguments at its construction, types
 each call by them, and checks every method once per value of the restricted
 variables.  What it cannot know is that, in the copy checked with
 ``Out = Gathered``, ``self.gather_output`` is ``True``.  This module says so:
-an attribute named like a ``Literal`` parameter of those overloads, read on
-an instance whose type arguments match some overloads' ``self`` types and not
-others, has the union of those overloads' literal types; mypy then narrows
-``if self.gather_output:`` and leaves the other configuration's branch to the
-copy where it runs.  Elsewhere the attribute keeps its declared type.
+an attribute named like a parameter that some of those overloads type with a
+literal or ``None`` (a flag), read on an instance whose type arguments match
+some overloads' ``self`` types and not others, has the union of those
+overloads' types for it; mypy then narrows ``if self.gather_output:`` (or
+``self.tok_embeddings(tokens) if self.tok_embeddings is not None else
+tokens``, a submodule that only some configurations have) and leaves the
+other configuration's branch to the copy where it runs.  Elsewhere the
+attribute keeps its declared type.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from mypy.types import (
     AnyType,
     Instance,
     LiteralType,
+    NoneType,
     Type,
     TypeVarType,
     UninhabitedType,
@@ -50,17 +54,21 @@ __all__ = ["FlagTable", "flag_table", "read_flag"]
 
 @dataclass(frozen=True)
 class FlagTable:
-    """The constructor overloads of one class: per overload, its ``self`` type and its literal parameters.
+    """The constructor overloads of one class: per overload, its ``self`` type and its named parameters' types.
 
-    ``init`` is the constructor the table was read from, so that a table
-    never outlives a re-analysed class (the daemon).
+    A flag is a parameter that some overload types with a literal or with
+    ``None``: ``gather_output: Literal[True]``, or a submodule that one
+    configuration has and another does not (torchtitan's pipeline stages:
+    ``tok_embeddings: None`` but on the first).  ``init`` is the constructor
+    the table was read from, so that a table never outlives a re-analysed
+    class (the daemon).
     """
 
     init: object
     rows: tuple[tuple[Instance, dict[str, Type]], ...]
 
     def flags(self) -> frozenset[str]:
-        return frozenset(name for _, literals in self.rows for name in literals)
+        return frozenset(name for _, parameters in self.rows for name, typ in parameters.items() if _is_literal(typ))
 
     def value(self, receiver: Instance, flag: str) -> Type | None:
         """The flag's type on an instance typed ``receiver``; ``None`` when the overloads do not narrow it.
@@ -70,8 +78,8 @@ class FlagTable:
         configuration that cannot be built: there the flag is ``Never``, and
         mypy stops checking that copy of the method where it reads the flag.
         """
-        matching = [literals[flag] for self_type, literals in self.rows
-                    if flag in literals and is_subtype(receiver, self_type)]
+        matching = [parameters[flag] for self_type, parameters in self.rows
+                    if flag in parameters and is_subtype(receiver, self_type)]
         if not matching:
             return UninhabitedType() if _concrete(receiver) else None
         if len(matching) == len(self.rows):
@@ -117,12 +125,12 @@ def _rows(init: OverloadedFuncDef) -> list[tuple[Instance, dict[str, Type]]]:
         self_type = get_proper_type(signature.arg_types[0])
         if not isinstance(self_type, Instance) or not has_spmd(self_type):
             continue
-        literals = {
+        parameters = {
             name: typ
             for name, kind, typ in zip(signature.arg_names[1:], signature.arg_kinds[1:], signature.arg_types[1:])
-            if name is not None and kind not in (ARG_STAR, ARG_STAR2) and _is_literal(typ)
+            if name is not None and kind not in (ARG_STAR, ARG_STAR2)
         }
-        rows.append((self_type, literals))
+        rows.append((self_type, parameters))
     return rows
 
 
@@ -132,7 +140,8 @@ def _concrete(receiver: Instance) -> bool:
 
 
 def _is_literal(typ: Type) -> bool:
+    """Whether ``typ`` has one value, or a few listed ones: literals and ``None``."""
     proper = get_proper_type(typ)
     if isinstance(proper, UnionType):
         return all(_is_literal(item) for item in proper.items)
-    return isinstance(proper, LiteralType)
+    return isinstance(proper, (LiteralType, NoneType))

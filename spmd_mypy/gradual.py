@@ -18,10 +18,18 @@ plugin leaves the result alone.
 Only tensors at the top of the result, in a union (``Optional[Tensor]``) or in
 a tuple are given the unknown type; inside an invariant container
 (``list[Tensor]``) a subclass would no longer match the plain element type.
+
+A value that no call produced, a parameter annotated plain ``Tensor``
+returned or assigned as it is, goes through no hook: there mypy alone
+compares it with the declaration.  An error filter (:func:`watch`) drops
+those of mypy's ``return-value`` and ``assignment`` errors whose value is a
+plain tensor (or ``None`` where the declaration is optional too) and whose
+declaration is an SPMD type, so that a plain tensor is accepted there as well.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Final
 
 from mypy.nodes import TypeInfo
@@ -29,16 +37,27 @@ from mypy.plugin import AttributeContext, FunctionContext, MethodContext
 from mypy.types import Instance, TupleType, Type, UnionType, get_proper_type
 
 from spmd_mypy import files
+from spmd_mypy.compat import filter_errors, has_error_filter
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import PARAMETER, TENSOR
 from spmd_mypy.session import Session
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import SpmdType
 
-__all__ = ["returns_plain_tensor", "unknown_attribute", "unknown_result"]
+__all__ = ["returns_plain_tensor", "unknown_attribute", "unknown_result", "watch"]
 
 _PLAIN: Final = frozenset({TENSOR, PARAMETER})
 _NOTHING_KNOWN: Final = SpmdType()
+# mypy's messages for a value that does not fit a declaration, with the two types as mypy prints them.
+_TYPE: Final = r'"(?P<{}>[^"]*)"'
+_MISMATCH: Final = {
+    "return-value": re.compile(rf"Incompatible return value type \(got {_TYPE.format('value')}, "
+                               rf"expected {_TYPE.format('declared')}\)"),
+    "assignment": re.compile(rf"Incompatible types in assignment \(expression has type {_TYPE.format('value')}, "
+                             rf"variable has type {_TYPE.format('declared')}\)"),
+}
+_PRINTED_SPMD: Final = re.compile(r"Spmd(?:Tensor|Parameter)\[(?:Literal\[[^\]]*\]|\w+)\]")
+_PRINTED_PLAIN: Final = frozenset({"Tensor", "Parameter"})
 
 
 def returns_plain_tensor(result: Type | TypeInfo) -> bool:
@@ -78,3 +97,31 @@ def _unknown(encoder: Encoder, typ: Type) -> Type:
     if isinstance(proper, TupleType):
         return proper.copy_modified(items=[_unknown(encoder, item) for item in proper.items])
     return typ
+
+
+def watch(session: Session, api: object) -> None:
+    """Have mypy drop its errors for a plain tensor where an SPMD type is declared (once per run).
+
+    Called from every annotation the plugin reads, so that the filter is in
+    place before mypy checks a module with SPMD types.
+    """
+    if not has_error_filter(api, session.plain_filter):
+        session.plain_filter = filter_errors(api, lambda path, line, code, message: _plain_into_spmd(code, message))
+
+
+def _plain_into_spmd(code: str | None, message: str) -> bool:
+    """Whether mypy's error ``message`` says that a plain tensor does not fit a declared SPMD type."""
+    found = _MISMATCH[code].fullmatch(message) if code in _MISMATCH else None
+    if found is None:
+        return False
+    value, declared = (_printed_items(found[part]) for part in ("value", "declared"))
+    declared = {"SPMD" if _PRINTED_SPMD.fullmatch(item) else item for item in declared}
+    return (bool(value & _PRINTED_PLAIN) and value <= _PRINTED_PLAIN | {"None"} and "SPMD" in declared
+            and declared <= {"SPMD", "None"} and ("None" not in value or "None" in declared))
+
+
+def _printed_items(printed: str) -> set[str]:
+    """The members of a type as mypy prints it (``X | None``, ``Optional[X]``)."""
+    if printed.startswith("Optional[") and printed.endswith("]"):
+        return {*_printed_items(printed[len("Optional["):-1]), "None"}
+    return set(printed.split(" | "))

@@ -137,6 +137,7 @@ class Router:
 
         def annotation(ctx: AnalyzeTypeContext) -> Type:
             size_one.watch(session, ctx.api)  # before any module with SPMD types is checked
+            gradual.watch(session, ctx.api)
             return analyze(session, ctx, alias_form)
 
         return self._guarded(annotation, _unannotated)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mypy.nodes import Context, MypyFile, SymbolTableNode
-from mypy.types import CallableType
+from mypy.types import FunctionLike
 
 from spmd_mypy.config import PluginOptions
 
@@ -41,7 +41,8 @@ class Session:
     * ``relaxed``: per call expression, the declared signature whose SPMD
       parameters the call's signature hook relaxed, for the return hook of the
       same call to check exactly (:mod:`spmd_mypy.boundaries`); ``None`` marks
-      an overloaded callee, which is not checked;
+      a callee whose signature hook ran for several overloads, which is not
+      checked (an overloaded ``forward`` is kept whole, and its item matched);
     * ``stubs_warned``: per module, the annotation told that the ``spmd_types``
       stubs are missing (:mod:`spmd_mypy.annotations`);
     * ``files``: what is known about each checked file, by path, while mypy
@@ -50,7 +51,9 @@ class Session:
       configuration flag (:mod:`spmd_mypy.flags`), while the class keeps its
       constructor;
     * ``size_one_filter``: the filter of mypy's errors in code guarded by a
-      test that an axis has one rank (:mod:`spmd_mypy.size_one`), once installed.
+      test that an axis has one rank (:mod:`spmd_mypy.size_one`), once installed;
+    * ``plain_filter``: the filter of mypy's errors for a plain tensor where an
+      SPMD type is declared (:mod:`spmd_mypy.gradual`), once installed.
     """
 
     def __init__(self, options: PluginOptions, lookup: Callable[[str], SymbolTableNode | None]) -> None:
@@ -58,11 +61,12 @@ class Session:
         self.lookup = lookup
         self.modules: dict[str, MypyFile] | None = None
         self.callables: dict[tuple[str, str], Answer] = {}
-        self.relaxed: dict[Context, CallableType | None] = {}
+        self.relaxed: dict[Context, FunctionLike | None] = {}
         self.stubs_warned: StubsWarned = {}
         self.files: dict[str, FileFacts] = {}
         self.flag_tables: dict[str, FlagTable] = {}
         self.size_one_filter: object | None = None
+        self.plain_filter: object | None = None
 
     def forget_callables(self) -> None:
         """Drop what is known about callables: a module was (re)parsed, and may have changed them."""

@@ -66,7 +66,15 @@ from torch.distributed.device_mesh import DeviceMesh
 from torch.overrides import TorchFunctionMode, resolve_name
 
 from spmd_types import _dist, _dtensor, _mesh, _rebinding
-from spmd_types._declarations import Declarations, Tree, annotations_of, callee_name, declared_trees, declared_values
+from spmd_types._declarations import (
+    Configurations,
+    Declarations,
+    Tree,
+    annotations_of,
+    callee_name,
+    declared_trees,
+    declared_values,
+)
 from spmd_types._errors import SpmdTypeCheckError
 from spmd_types._op_params import Signatures, signatures
 from spmd_types.typesystem import (
@@ -1057,10 +1065,23 @@ def checked(fn: _F) -> _F:
 
 @dataclass(frozen=True)
 class _ModuleDeclarations:
-    """What a module class declares: tensors in its class body, and ``forward``'s types (``None``: none)."""
+    """What a module class declares: tensors in its class body, and ``forward``'s types (``None``: none).
+
+    ``configurations``: for a class generic in its SPMD types, which
+    constructor flags bind its type variables (``forward``'s declarations
+    then depend on the instance, see :meth:`forward_of`).
+    """
 
     attributes: dict[str, Tree]
     forward: Declarations | None
+    configurations: Configurations | None = None
+
+    def forward_of(self, module: object) -> tuple[dict[str, Tree], Tree | None]:
+        """``forward``'s declared parameters and result for ``module``, its type variables bound by its flags."""
+        assert self.forward is not None
+        if not self.forward.variables or self.configurations is None:
+            return self.forward.parameters, self.forward.returns
+        return self.forward.configured(self.configurations.arguments(module))
 
 
 _MODULES: dict[type, _ModuleDeclarations] = {}
@@ -1074,9 +1095,10 @@ def _module_declarations(cls: type) -> _ModuleDeclarations:
         declared = None
         if inspect.isfunction(forward) and not getattr(forward, "__spmd_checked__", False):
             declared = Declarations.of(forward, f"{cls.__name__}.forward")
-            if not declared.parameters and declared.returns is None:
-                declared = None
-        found = _MODULES[cls] = _ModuleDeclarations(attributes, declared)
+        configurations = Configurations.of(cls) if declared is not None and declared.variables else None
+        if declared is not None and not declared.parameters and declared.returns is None and configurations is None:
+            declared = None
+        found = _MODULES[cls] = _ModuleDeclarations(attributes, declared, configurations)
     return found
 
 
@@ -1093,7 +1115,7 @@ def _module_pre_hook(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
         arguments = info.forward.signature.bind_partial(module, *args).arguments
     except TypeError:
         arguments = {}
-    tracker._enter(module, info.forward.parameters, arguments, info.forward.callee)
+    tracker._enter(module, info.forward_of(module)[0], arguments, info.forward.callee)
 
 
 def _module_post_hook(module: torch.nn.Module, args: tuple[Any, ...], output: object) -> None:
@@ -1104,7 +1126,7 @@ def _module_post_hook(module: torch.nn.Module, args: tuple[Any, ...], output: ob
     if info is None or info.forward is None:
         return
     tracker._leave(module)
-    tracker._returned(output, info.forward.returns)
+    tracker._returned(output, info.forward_of(module)[1])
 
 
 # -- the hook in the collectives --------------------------------------------------------

@@ -16,7 +16,7 @@ import inspect
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import torch
@@ -24,7 +24,8 @@ import torch
 from spmd_types.typesystem import SpmdType, spmd_type_from_metadata
 
 __all__ = [
-    "Declarations", "Each", "Items", "Tree", "annotations_of", "callee_name", "declared_trees", "declared_values",
+    "Configurations", "Declarations", "Each", "Items", "Tree", "annotations_of", "callee_name", "declared_trees",
+    "declared_values",
     "tree_of",
 ]
 
@@ -115,17 +116,25 @@ def declared_trees(hints: Mapping[str, object]) -> dict[str, Tree]:
 
 @dataclass(frozen=True)
 class Declarations:
-    """A callable's declared SPMD types: of its parameters (by name) and of its result."""
+    """A callable's declared SPMD types: of its parameters (by name) and of its result.
+
+    ``variables`` are the parameters (and ``"return"``) annotated with a type
+    variable restricted to types (``ColOut``): a method of a class generic in
+    them declares, for each instance, the type its configuration binds
+    (:meth:`configured`).
+    """
 
     signature: inspect.Signature
     parameters: dict[str, Tree]
     returns: Tree | None
     callee: str
+    variables: dict[str, object] = field(default_factory=dict)
 
     @staticmethod
     def of(fn: Callable[..., Any], callee: str) -> Declarations:
         """``fn``'s declarations; ``callee`` is how messages name it."""
-        trees = declared_trees(annotations_of(fn))
+        hints = annotations_of(fn)
+        trees = declared_trees(hints)
         signature = inspect.signature(fn)
         parameters = {}
         for name, parameter in signature.parameters.items():
@@ -134,7 +143,75 @@ class Declarations:
                 tree = Each(tree)
             if tree is not None:
                 parameters[name] = tree
-        return Declarations(signature, parameters, trees.get("return"), callee)
+        variables: dict[str, object] = {
+            name: hint for name, hint in hints.items() if isinstance(hint, typing.TypeVar) and hint.__constraints__
+        }
+        return Declarations(signature, parameters, trees.get("return"), callee, variables)
+
+    def configured(self, arguments: Mapping[object, object]) -> tuple[dict[str, Tree], Tree | None]:
+        """The declared parameters and result with the type variables bound to ``arguments``."""
+        bound = {name: tree for name, variable in self.variables.items()
+                 if (tree := tree_of(arguments.get(variable))) is not None}
+        parameters = {**self.parameters, **{n: t for n, t in bound.items() if n != "return"}}
+        return parameters, bound.get("return", self.returns)
+
+
+@dataclass(frozen=True)
+class Configurations:
+    """The constructor overloads of a class generic in its SPMD types, read at run time.
+
+    Each row says which flag values (``gather_output: Literal[True]``, or a
+    submodule present or ``None``) give which type arguments (the overload's
+    ``self: ColumnParallelLinear[Whole]``); an instance's flags, stored under
+    the parameters' names, pick its row, as the plugin reads them
+    (``spmd_mypy.flags``).  Python 3.10 keeps no
+    overloads at run time: there no class has any.
+    """
+
+    variables: tuple[object, ...]
+    rows: tuple[tuple[dict[str, tuple[object, ...] | None], tuple[object, ...]], ...]
+
+    @staticmethod
+    def of(cls: type) -> Configurations | None:
+        """The configurations of ``cls``, read from the nearest ``__init__``; ``None``: it has none."""
+        get_overloads = getattr(typing, "get_overloads", None)
+        owner = next((c for c in cls.__mro__ if "__init__" in vars(c)), None)
+        variables = tuple(getattr(owner, "__parameters__", ()))
+        if get_overloads is None or owner is None or not variables:
+            return None
+        overloads = []
+        for overload in get_overloads(vars(owner)["__init__"]):
+            hints = annotations_of(overload)
+            arguments = typing.get_args(hints.pop("self", None))
+            hints.pop("return", None)
+            overloads.append((hints, arguments))
+        flags = {name for hints, _ in overloads for name, hint in hints.items() if _values(hint) is not None}
+        rows = tuple(({name: _values(hints[name]) for name in flags if name in hints}, arguments)
+                     for hints, arguments in overloads if len(arguments) == len(variables))
+        return Configurations(variables, rows) if flags and rows else None
+
+    def arguments(self, instance: object) -> dict[object, object]:
+        """The type arguments ``instance`` was built with, by type variable (empty: no overload matches)."""
+        for flags, arguments in self.rows:
+            if all(_holds(getattr(instance, name, _UNSET), values) for name, values in flags.items()):
+                return dict(zip(self.variables, arguments))
+        return {}
+
+_SET: Final = None  # a flag's values in an overload that types it with a class: any value but None
+
+
+def _values(hint: object) -> tuple[object, ...] | None:
+    """The values a flag parameter typed ``hint`` takes: a literal's, ``(None,)``, or ``None`` for any but None."""
+    if typing.get_origin(hint) is typing.Literal:
+        return typing.get_args(hint)
+    return (None,) if hint is None or hint is type(None) else None
+
+
+def _holds(value: object, values: tuple[object, ...] | None) -> bool:
+    return value is not None and value is not _UNSET if values is None else value in values
+
+
+_UNSET: Final = object()
 
 
 def callee_name(fn: Callable[..., Any]) -> str:

@@ -5,7 +5,8 @@ A GPT model's output layer is column parallel over the vocabulary, and its
 logits must stay sharded for ``vocab_parallel_cross_entropy``, which sums
 ``exp`` over each rank's slice and finds each target on the rank that owns it.
 Gathering them (``gather_output=True`` at construction, or Megatron's
-``runtime_gather_output=True`` at the call) gives every rank the whole
+``runtime_gather_output=True`` at the call: the twin
+``megatron_runtime_gathered_vocab_logits``) gives every rank the whole
 vocabulary: the loss then counts every entry ``tp`` times in its normalizer
 and is off by ``log(tp)``.  The gradient is wrong too: each rank's gradient
 of the whole logits differs (every target is found on rank 0 only), and the
@@ -24,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Annotated
 
+import torch
 from torch import Tensor, nn
 
 from examples import megatron_layers as ml
@@ -50,7 +52,16 @@ def reference(params: Mapping[str, Tensor], hidden: Tensor, target: Tensor) -> T
     return ml.token_losses(ml.linear(params, "output_layer", hidden), target)
 
 
-EXAMPLE = replace(ml.EXAMPLE, module=OutputLayerWithGatheredLogits, options={"hidden": 8, "vocab": 32}, reference=reference)
+EXAMPLE = replace(
+    ml.EXAMPLE,
+    module=OutputLayerWithGatheredLogits,
+    options={"hidden": 8, "vocab": 32},
+    inputs=lambda generator: (
+        torch.randn(8, 2, 8, generator=generator),  # [sequence, batch, hidden]
+        torch.randint(0, 32, (8, 2), generator=generator),
+    ),
+    reference=reference,
+)
 # what the simulated run gets wrong
 WRONG = ("output", "grad output_layer.weight", "grad output_layer.bias", "grad hidden (input)")
 

@@ -2,11 +2,16 @@
 
 For each error that offers fixes (:meth:`spmd_types.typesystem.Message.parse`
 reads them from mypy's output), each fix is applied to a copy of its file
-(:func:`tests.fixes.rewrite.apply_fix`), and all the copies of one
-configuration are checked in one mypy run.  A fixed copy is *clean* when the
-error is gone from its line and no error appears that the original did not
-have (errors elsewhere in a case file stay: each case file holds many).
-Then it is run, where it can be:
+(:func:`tests.fixes.rewrite.apply_fix`, where the error's column points), and
+all the copies of one configuration are checked in one mypy run.  A fixed
+copy is *clean* when the error is gone from its line and no error appears
+that the original did not have (errors elsewhere in a case file stay: each
+case file holds many).  A fix may be right and not enough: the value it
+repairs goes on into an op that now reports its own error on the same line
+(``torch.log(sum_exp) - t``, once ``sum_exp`` is reduced, subtracts a partial
+``t`` from a replicated log).  As a reader would, the first fix of that new
+error is applied next, up to :data:`CHAIN` fixes in all, and the outcome is
+what the last one gives.  Then the copy is run, where it can be:
 
 * a buggy twin (``examples/bugs/``): its ``EXAMPLE``, on 2 and 4 ranks per
   axis, against the example's single-device reference;
@@ -35,9 +40,11 @@ from tests.fixes.programs import FunctionProgram, meshes
 from tests.fixes.rewrite import NotApplicable, apply_fix
 from tests.plugin.harness import ROOT, Reported, config_text, run_mypy
 
-__all__ = ["FixOutcome", "check_fixes"]
+__all__ = ["CHAIN", "FixOutcome", "check_fixes"]
 
 Errors = dict[int, list[Reported]]
+CHAIN = 3
+"""The most fixes applied in a row for one offered fix: it, then the first fixes of the errors it uncovers."""
 
 
 @dataclass
@@ -49,6 +56,7 @@ class FixOutcome:
     message: str  # the error's text, without its fixes
     rank: int  # 0 for the first fix offered
     fix: str
+    then: list[str] = field(default_factory=list)  # the first fixes of the errors it uncovered, applied after it
     problems: list[str] = field(default_factory=list)  # why it is wrong; empty when right
     clean: bool = False  # type-checks as described in the module docstring
     ran: bool = False  # compared with a reference (else: why not, in ``not_run``)
@@ -57,7 +65,8 @@ class FixOutcome:
     def __str__(self) -> str:
         where = f"{self.path.relative_to(ROOT)}:{self.line}"
         state = "; ".join(self.problems) if self.problems else ("right" if self.ran else f"clean, not run: {self.not_run}")
-        return f"{where} fix #{self.rank + 1} {self.fix}\n    for: {self.message}\n    => {state}"
+        then = "".join(f"\n    then: {fix}" for fix in self.then)
+        return f"{where} fix #{self.rank + 1} {self.fix}{then}\n    for: {self.message}\n    => {state}"
 
 
 def _function_spans(source: str) -> dict[str, tuple[int, int]]:
@@ -81,8 +90,8 @@ def _codes(errors: list[Reported]) -> collections.Counter[str | None]:
     return collections.Counter(r.code for r in errors if r.kind == "error")
 
 
-def _introduced(original: Errors, fixed: Errors, line: int, code: str | None) -> list[str]:
-    """Errors of ``fixed`` that ``original`` did not have, the fixed one counted as gone."""
+def _introduced_by_line(original: Errors, fixed: Errors, line: int, code: str | None) -> list[tuple[int, str]]:
+    """Errors of ``fixed`` that ``original`` did not have, the fixed one counted as gone: (line, description)."""
     problems = []
     for number in sorted(set(original) | set(fixed)):
         before = _codes(original.get(number, []))
@@ -91,8 +100,14 @@ def _introduced(original: Errors, fixed: Errors, line: int, code: str | None) ->
         after = _codes(fixed.get(number, []))
         for extra in (after - before).elements():
             texts = [r.message for r in fixed.get(number, []) if r.code == extra]
-            problems.append(f"type-checks with an error at line {number}: [{extra}] {texts[0] if texts else ''}")
+            problems.append((number, f"[{extra}] {texts[0] if texts else ''}"))
     return problems
+
+
+def _introduced(original: Errors, fixed: Errors, line: int, code: str | None) -> list[str]:
+    """:func:`_introduced_by_line`, as the problems of a fix."""
+    return [f"type-checks with an error at line {number}: {text}"
+            for number, text in _introduced_by_line(original, fixed, line, code)]
 
 
 @dataclass
@@ -111,6 +126,29 @@ def _fixes(original: _Original) -> Iterator[tuple[int, Reported, int, str]]:
                 yield line, report, rank, fix
 
 
+def _uncovered(original: Errors, fixed: Errors, line: int, code: str | None) -> str | None:
+    """The first fix of an error that a fix uncovered on its own ``line``, when that is all it left."""
+    if any(n != line for n, _ in _introduced_by_line(original, fixed, line, code)):
+        return None
+    before = {(r.code, r.message) for r in original.get(line, [])}
+    for report in fixed.get(line, []):
+        fixes = Message.parse(report.message).fixes if (report.code or "").startswith("spmd-") else ()
+        if report.kind == "error" and fixes and (report.code, report.message) not in before:
+            return fixes[0]
+    return None
+
+
+@dataclass
+class _Copy:
+    """A fixed copy of a file, being checked."""
+
+    outcome: FixOutcome
+    original: _Original
+    code: str | None  # the code of the error the fix is for
+    source: str
+    path: Path | None = None
+
+
 def check_fixes(paths: list[Path], mypy_options: dict[str, str], plugin_options: dict[str, str],
                 cache: Path, scratch: Path | None = None) -> list[FixOutcome]:
     """Every fix offered for ``paths`` under one configuration, applied, type-checked and run where it can be."""
@@ -119,32 +157,55 @@ def check_fixes(paths: list[Path], mypy_options: dict[str, str], plugin_options:
         root.mkdir(parents=True, exist_ok=True)
         config = root / "mypy.ini"
         config.write_text(config_text(mypy_options, plugin_options))
-        by_file, raw = run_mypy(paths, config, cache)
+        by_file, raw = run_mypy(paths, config, cache, columns=True)
         assert "INTERNAL ERROR" not in raw and "Traceback" not in raw, raw
         originals = [_Original(p, p.read_text(), by_file.get(p.resolve(), {})) for p in paths]
         outcomes: list[FixOutcome] = []
-        written: list[tuple[FixOutcome, _Original, Path, str | None]] = []
+        pending: list[_Copy] = []
         for original in originals:
             for line, report, rank, fix in _fixes(original):
                 outcome = FixOutcome(original.path, line, Message.parse(report.message).text, rank, fix)
                 outcomes.append(outcome)
                 try:
-                    fixed = apply_fix(original.source, line, fix)
+                    pending.append(_Copy(outcome, original, report.code,
+                                         apply_fix(original.source, line, fix, report.column)))
                 except NotApplicable as error:
                     outcome.problems.append(f"cannot be applied: {error}")
-                    continue
-                copy = root / f"fixed_{len(written):04d}_{original.path.stem}.py"
-                copy.write_text(fixed)
-                written.append((outcome, original, copy, report.code))
-        fixed_errors, raw = run_mypy([copy for _, _, copy, _ in written], config, cache)
-        assert "INTERNAL ERROR" not in raw and "Traceback" not in raw, raw
-        by_name = {path.name: errors for path, errors in fixed_errors.items()}
-        for outcome, original, copy, code in written:
-            outcome.problems += _introduced(original.errors, by_name.get(copy.name, {}), outcome.line, code)
-            outcome.clean = not outcome.problems
-            if outcome.clean:
-                _run(outcome, original, copy)
+        written = 0
+        for step in range(CHAIN):
+            for copy in pending:
+                copy.path = root / f"fixed_{written:04d}_{copy.original.path.stem}.py"
+                copy.path.write_text(copy.source)
+                written += 1
+            fixed_errors, raw = run_mypy([c.path for c in pending if c.path is not None], config, cache, columns=True)
+            assert "INTERNAL ERROR" not in raw and "Traceback" not in raw, raw
+            by_name = {path.name: errors for path, errors in fixed_errors.items()}
+            pending = [c for c in pending if c.path is not None
+                       and _goes_on(c, by_name.get(c.path.name, {}), last=step + 1 == CHAIN)]
     return outcomes
+
+
+def _goes_on(copy: _Copy, errors: Errors, last: bool) -> bool:
+    """Judge a fixed copy by its ``errors``; whether the first fix of an error it uncovered was applied to it
+    for another round instead (never in the ``last`` round)."""
+    outcome = copy.outcome
+    problems = _introduced(copy.original.errors, errors, outcome.line, copy.code)
+    following = _uncovered(copy.original.errors, errors, outcome.line, copy.code) if problems and not last else None
+    if following is not None:
+        column = next((r.column for r in errors.get(outcome.line, [])
+                       if following in Message.parse(r.message).fixes), None)
+        try:
+            copy.source = apply_fix(copy.source, outcome.line, following, column)
+        except NotApplicable:
+            pass
+        else:
+            outcome.then.append(following)
+            return True
+    outcome.problems += problems
+    outcome.clean = not outcome.problems
+    if outcome.clean and copy.path is not None:
+        _run(outcome, copy.original, copy.path)
+    return False
 
 
 def _run(outcome: FixOutcome, original: _Original, copy: Path) -> None:

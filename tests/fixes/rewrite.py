@@ -4,9 +4,13 @@ A fix is what :meth:`spmd_types.typesystem.Message.parse` reads back from one
 error line: calls, then their cost in parentheses.  Its forms, and what
 applying one does to the statement (or decorator) on the error's line:
 
-* ``f(e, ...)``, or several such calls joined by ``and``: every occurrence of
-  the expression ``e`` in the statement (not as an assignment target) becomes
-  ``f(e, ...)``;
+* ``f(e, ...)``, or several such calls joined by ``and``: the expression
+  ``e`` becomes ``f(e, ...)`` where the error points at it, as a reader takes
+  it: given the error's column, the expression that starts there if it is
+  ``e`` (an argument: ``consume(r, r)``), else each operand ``e`` of that
+  expression (``torch.where(r > 0, p, r)``: the third argument, not the ``r``
+  of the condition); without a column, or when neither holds ``e``, every
+  occurrence of ``e`` in the statement (not as an assignment target);
 * ``f(e, ...) replacing the g call``: the call of ``g`` that has the argument
   ``e`` becomes ``f(e, ...)``; ``e.g(...) replacing the g call``, a method
   call, replaces the call of ``g`` on ``e``;
@@ -115,18 +119,55 @@ def _callee_names(module: cst.Module, call: cst.Call) -> tuple[str, str]:
     return written, written.rpartition(".")[2]
 
 
+def _direct_operands(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    """The operands of an expression: a call's arguments and receiver, an operator's sides, an index's base and index."""
+    if isinstance(node, cst.Call):
+        return [*([node.func.value] if isinstance(node.func, cst.Attribute) else []), *(a.value for a in node.args)]
+    if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation)):
+        return [node.left, node.right]
+    if isinstance(node, cst.Comparison):
+        return [node.left, *(c.comparator for c in node.comparisons)]
+    if isinstance(node, cst.UnaryOperation):
+        return [node.expression]
+    if isinstance(node, cst.Subscript):
+        return [node.value, *(e.slice.value for e in node.slice if isinstance(e.slice, cst.Index))]
+    return []
+
+
 class _Rewriter(cst.CSTTransformer):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, module: cst.Module, line: int, fix: PrintedFix) -> None:
+    def __init__(self, module: cst.Module, line: int, fix: PrintedFix, column: int | None) -> None:
         super().__init__()
         self.module = module
         self.line = line
         self.fix = fix
+        self.column = column  # 0-based
         # The statement (or decorator) on the error's line, once inside it.
         self.statement: cst.BaseSmallStatement | cst.Decorator | None = None
         self.targets: set[int] = set()  # the ids of the assignment targets seen: never rewritten
+        self.only: set[int] | None = None  # the ids of the expressions a wrapping fix may rewrite (None: any)
         self.changed = 0
+
+    def _operand_of_fix(self, node: cst.CSTNode) -> bool:
+        code = self.module.code_for_node(node)
+        return any(_same(code, _operand(self.module, call)) for call in self.fix.calls)
+
+    def _anchor(self, statement: cst.CSTNode) -> None:
+        """Restrict a wrapping fix to where the error points: the outermost expression at its column, or its operands."""
+        if self.column is None or self.fix.replaces is not None:
+            return
+        pending = [statement]
+        while pending:  # before any rewrite: the statement's expressions, outermost first
+            node = pending.pop(0)
+            where = self.get_metadata(PositionProvider, node).start
+            if isinstance(node, cst.BaseExpression) and (where.line, where.column) == (self.line, self.column):
+                if self._operand_of_fix(node):
+                    self.only = {id(node)}
+                else:
+                    self.only = {id(n) for n in _direct_operands(node) if self._operand_of_fix(n)} or None
+                return
+            pending.extend(node.children)
 
     def _on_line(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` spans the error's line (a function's or class's decorators count as its lines)."""
@@ -138,6 +179,7 @@ class _Rewriter(cst.CSTTransformer):
         if self.statement is None:
             if isinstance(node, (cst.BaseSmallStatement, cst.Decorator)) and self._on_line(node):
                 self.statement = node  # a decorator too: the error of ``@local_map(...)`` is on its line
+                self._anchor(node)
             elif isinstance(node, (cst.BaseStatement, cst.IndentedBlock)) and not self._on_line(node):
                 return False
         if isinstance(node, (cst.AugAssign, cst.AnnAssign)):
@@ -163,18 +205,22 @@ class _Rewriter(cst.CSTTransformer):
                         and _holds(self.module, original, operand)):
                     self.changed += 1
                     return call
-            elif isinstance(original, cst.BaseExpression) and _same(self.module.code_for_node(original), operand):
+            elif (isinstance(original, cst.BaseExpression) and (self.only is None or id(original) in self.only)
+                  and _same(self.module.code_for_node(original), operand)):
                 self.changed += 1
                 return call
         return result  # type: ignore[return-value]
 
 
-def apply_fix(source: str, line: int, fix: str) -> str:
-    """``source`` with ``fix`` (one fix as :meth:`Message.parse` gives it) applied to the statement on ``line``."""
+def apply_fix(source: str, line: int, fix: str, column: int | None = None) -> str:
+    """``source`` with ``fix`` (one fix as :meth:`Message.parse` gives it) applied to the statement on ``line``.
+
+    ``column`` is where the error points (1-based, as mypy prints it), if known.
+    """
     printed = PrintedFix.read(fix)
     module = cst.parse_module(source)
     wrapper = MetadataWrapper(module)
-    rewriter = _Rewriter(wrapper.module, line, printed)
+    rewriter = _Rewriter(wrapper.module, line, printed, column - 1 if column is not None else None)
     fixed = wrapper.visit(rewriter)
     if not rewriter.changed:
         raise NotApplicable(f"line {line} holds nothing the fix {fix!r} applies to")

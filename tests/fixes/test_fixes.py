@@ -26,20 +26,12 @@ TWINS = ROOT / "examples" / "bugs"
 
 # First fixes known to be wrong, by file and line, with why; each is an open problem, listed so that the test
 # fails on any other (and on one of these once it is right: then remove it here).
-KNOWN_WRONG = {
-    ("tests/plugin/cases/boundaries.py", 33):
-        "consume(r, r): the fix is for the second argument, but wrapping every `r` of the line converts both",
-    ("tests/plugin/cases/ops_linear.py", 51):
-        "torch.where(r > 0, p, r): wrapping every `r` also makes the condition partial",
-    ("tests/plugin/cases/boundaries.py", 125):
-        "an all_reduce offered for a list of P tensors: a container needs the call on each element",
-    ("tests/plugin/cases/inplace_backward_branches.py", 16):
-        "p += 1 with p P: the fix names the in-place target, which no call can wrap",
-    ("tests/plugin/cases/ops_nonlinear.py", 31):
-        "p += 1 with p P: the fix names the in-place target, which no call can wrap",
-    ("examples/bugs/cross_entropy_log_of_partial_sum.py", 35):
-        "reducing sum_exp is right but not enough: the next error's first fix (reduce target_logit) sums twice",
-}
+KNOWN_WRONG: dict[tuple[str, int], str] = {}
+
+
+# Twins whose error is reported in mypy's copy of a method for one value of its class's type variables (a flag
+# contract's configuration): the plugin offers no fix there, as a fix for one configuration may break another.
+IN_ONE_CONFIGURATION = frozenset({"megatron_embedding_without_all_reduce.py", "pipeline_last_stage_gathered_logits.py"})
 
 
 def _known(outcome: FixOutcome) -> bool:
@@ -88,6 +80,7 @@ def test_every_twin_and_enough_cases_are_run(outcomes: list[FixOutcome]) -> None
     flagged = {p for p in TWINS.glob("*.py") if p.name != "__init__.py"}
     offered = {o.path for o in first if o.path.parent == TWINS and not _known(o)}
     assert twins == offered, _report([o for o in first if o.path in offered - twins])
-    assert len(offered) >= len(flagged) - 4, "most twins offer a fix that is right"
+    assert not {p.name for p in offered} & IN_ONE_CONFIGURATION, "a twin offers a fix now: leave it out of the list"
+    assert len(offered) >= len(flagged) - len(IN_ONE_CONFIGURATION) - 4, "most twins offer a fix that is right"
     cases_run = [o for o in first if o.path.parent != TWINS and o.ran]
     assert len(cases_run) >= 6, _report([o for o in first if not o.ran])

@@ -38,3 +38,15 @@ def test_parentheses_and_spacing_do_not_matter_but_the_operand_must_be_there() -
         apply_fix(SOURCE, 3, 'convert(x, "tp", src=I, dst=R)' + COST)
     with pytest.raises(NotApplicable):
         apply_fix("p = 1\np += q\n", 2, 'all_reduce(p, "tp", src=P, dst=R)' + COST)  # an in-place target
+
+
+def test_the_error_column_picks_the_operand_it_points_at() -> None:
+    fix = 'convert(r, "tp", src=R, dst=V)' + COST
+    # At an argument: that argument only; at a call: its operands only (not the r of the condition).
+    assert apply_fix("consume(r, r)\n", 1, fix, column=12).splitlines()[0] == \
+        'consume(r, convert(r, "tp", src=R, dst=V))'
+    assert apply_fix("e = torch.where(r > 0, p, r)\n", 1, fix, column=5).splitlines()[0] == \
+        'e = torch.where(r > 0, p, convert(r, "tp", src=R, dst=V))'
+    # Where the error points holds no such operand: every occurrence, as without a column.
+    assert apply_fix("y = f(g(r), r)\n", 1, fix, column=1).splitlines()[0] == \
+        'y = f(g(convert(r, "tp", src=R, dst=V)), convert(r, "tp", src=R, dst=V))'

@@ -51,7 +51,8 @@ EXPECTATION = re.compile(r"#\s*(E|N)(?:@([\w-]+))?:\s*(?:\[([\w-]+)\])?\s*(.*?)\
 ACCEPTED = re.compile(r"#\s*OK(?:@([\w-]+))?\b")
 RECOMMENDED = "recommended"
 """The name of the recommended configuration, the one unscoped markers and the documentation assume."""
-OUTPUT = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+): (?P<kind>error|note): (?P<message>.*?)(?:  \[(?P<code>[\w-]+)\])?$")
+OUTPUT = re.compile(r"^(?P<path>[^:]+):(?P<line>\d+)(?::(?P<column>\d+))?: (?P<kind>error|note): (?P<message>.*?)"
+                    r"(?:  \[(?P<code>[\w-]+)\])?$")
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,7 @@ class Reported:
     kind: str
     code: str | None
     message: str
+    column: int | None = None  # 1-based, as mypy prints it with --show-column-numbers
 
 
 @dataclass
@@ -141,11 +143,12 @@ def config_text(
     return text.getvalue()
 
 
-def run_mypy(files: list[Path], config: Path, cache_dir: Path) -> tuple[dict[Path, dict[int, list[Reported]]], str]:
-    """Check ``files`` in one mypy run; the reports by file and line, and the raw output."""
+def run_mypy(files: list[Path], config: Path, cache_dir: Path,
+             columns: bool = False) -> tuple[dict[Path, dict[int, list[Reported]]], str]:
+    """Check ``files`` in one mypy run; the reports by file and line (with their ``columns``), and the raw output."""
     stdout, stderr, _ = api.run(
         ["--config-file", str(config), "--cache-dir", str(cache_dir), "--hide-error-context",
-         "--no-error-summary", "--show-error-codes", *map(str, files)]
+         "--no-error-summary", "--show-error-codes", *(["--show-column-numbers"] if columns else []), *map(str, files)]
     )
     by_file: dict[Path, dict[int, list[Reported]]] = defaultdict(lambda: defaultdict(list))
     for line in stdout.splitlines():
@@ -153,7 +156,8 @@ def run_mypy(files: list[Path], config: Path, cache_dir: Path) -> tuple[dict[Pat
         if match is None:
             continue
         path = Path(match["path"]).resolve()
-        by_file[path][int(match["line"])].append(Reported(match["kind"], match["code"], match["message"]))
+        column = int(match["column"]) if match["column"] else None
+        by_file[path][int(match["line"])].append(Reported(match["kind"], match["code"], match["message"], column))
     return by_file, stdout + stderr
 
 

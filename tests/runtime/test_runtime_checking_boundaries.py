@@ -5,8 +5,9 @@ Also ``loss.backward()``, the boundary of the backward pass.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Generic, Literal, TypeVar, overload
 
 import pytest
 
@@ -162,6 +163,35 @@ def test_a_failed_forward_gives_the_arguments_their_types_back() -> None:
             Forgetful()(r)
         assert tracker.type_of(r) == parse("dp:V, tp:R")
 
+
+Replicated = Annotated[Tensor, R["tp"]]
+Varying = Annotated[Tensor, V["tp"]]
+Out = TypeVar("Out", Replicated, Varying)
+
+
+class Gathering(nn.Module, Generic[Out]):
+    """A flag contract (docs/adopting.md): ``gather`` picks the type ``forward`` returns."""
+
+    @overload
+    def __init__(self: Gathering[Varying], *, gather: Literal[False] = ...) -> None: ...
+    @overload
+    def __init__(self: Gathering[Replicated], *, gather: Literal[True]) -> None: ...
+    def __init__(self, *, gather: bool = False) -> None:
+        super().__init__()
+        self.gather = gather
+
+    def forward(self, x: Varying) -> Out:
+        return x  # wrong where gather is True: a varying value returned as replicated
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="typing.get_overloads is new in Python 3.11")
+def test_a_flag_contract_declares_what_the_instance_was_built_with() -> None:
+    with spmd.runtime_checking() as tracker:
+        assert tracker.type_of(Gathering()(typed(V["tp"]))) == parse("tp:V")
+        with pytest.raises(spmd.SpmdTypeCheckError, match=r"return value on axis 'tp': expected R, got V"):
+            Gathering(gather=True)(typed(V["tp"]))
+        with pytest.raises(spmd.SpmdTypeCheckError, match=r'argument "x" of "Gathering\.forward"'):
+            Gathering()(typed(R["tp"]))
 
 @pytest.mark.parametrize(("markers", "ok"), [((P["dp"],), True), ((I["dp"],), True), ((R["dp"],), False),
                                              ((V["dp"],), False)])

@@ -122,7 +122,7 @@ def functions(i: Annotated[Tensor, I["tp"]], r: Annotated[Tensor, R["tp"]]) -> N
 
 def containers(xs: list[Annotated[Tensor, P["tp"]]], r: Annotated[Tensor, R["tp"]]) -> None:
     total([r, r])  # OK
-    total(xs)  # E: [spmd-boundary] expected R, got P
+    total(xs)  # E: [spmd-boundary] expected R, got P in its elements (each element needs all_reduce(element, "tp", src=P, dst=R))
 
 
 def declared_targets(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]], v: Annotated[Tensor, V["tp"]]) -> None:

@@ -1,5 +1,5 @@
 """Megatron's mapping functions are typed as the collectives and casts they are (spmd_types.typesystem.ecosystem)."""
-from typing import Annotated
+from typing import Annotated, Optional
 
 import torch.nn.functional as F
 from megatron.core import parallel_state
@@ -82,6 +82,15 @@ def groups(p: Annotated[Tensor, P["cp"], P["tp"]], tp_group: Annotated[ProcessGr
     # A group of an axis nobody wrote down, or a flag known only at run time: the result is unknown.
     reveal_type(reduce_from_tensor_model_parallel_region(p, group=untyped_group))  # N: SpmdTensor[Any]
     reveal_type(gather_from_sequence_parallel_region(p, tensor_parallel_output_grad=flag))  # N: SpmdTensor[Literal['cp:P']]
+
+
+def optional_group(p: Annotated[Tensor, P["tp"]],
+                   tp_group: Optional[Annotated[ProcessGroup, Axis["tp"]]] = None) -> Annotated[Tensor, I["tp"]]:
+    # Megatron's default: the group is looked up when not given; it keeps its axis either way.
+    if tp_group is None:
+        tp_group = parallel_state.get_tensor_model_parallel_group()
+    reveal_type(tp_group)  # N: AxisGroup[Literal['tp']]
+    return reduce_from_tensor_model_parallel_region(p, group=tp_group)  # OK
 
 
 def expert_exchange(tokens: Annotated[Tensor, V["ep"]], ep_group: Annotated[ProcessGroup, Axis["ep"]],

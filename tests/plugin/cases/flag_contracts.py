@@ -149,9 +149,91 @@ class UnguardedColumn(nn.Module, Generic[ColOut]):
     def forward(self, out: Annotated[Tensor, V["tp"]]) -> ColOut:
         reveal_type(self.gather_output)  # N: Literal[True] # N: Literal[False]
         if self.gather:
-            return all_gather(out, "tp", src=V, dst=I, gather_dim=-1)  # E@recommended: [spmd-boundary] on axis 'tp': expected S(-1), got I
+            return all_gather(out, "tp", src=V, dst=I, gather_dim=-1)  # E: [spmd-boundary] on axis 'tp': expected S(-1), got I
         return out  # E: [return-value]
 
+
+# -- A flag of each call (Megatron's runtime_gather_output): overloads of forward, the plugin types the call by
+# the overload its literal picks; None keeps the layer's own configuration.
+
+
+class RuntimeGatheredColumn(nn.Module, Generic[ColOut]):
+    @overload
+    def __init__(self: "RuntimeGatheredColumn[Sharded]", *, gather_output: Literal[False] = ...) -> None: ...
+    @overload
+    def __init__(self: "RuntimeGatheredColumn[Whole]", *, gather_output: Literal[True]) -> None: ...
+    def __init__(self, *, gather_output: bool = False) -> None:
+        super().__init__()
+        self.gather_output = gather_output
+        self.weight = nn.Parameter(torch.empty(4, 4))
+
+    @overload
+    def forward(self, x: Whole, runtime_gather_output: None = ...) -> ColOut: ...
+    @overload
+    def forward(self, x: Whole, runtime_gather_output: Literal[True]) -> Whole: ...
+    @overload
+    def forward(self, x: Whole, runtime_gather_output: Literal[False]) -> Sharded: ...
+    def forward(self, x: Whole, runtime_gather_output: bool | None = None) -> Whole | Sharded:
+        weight: Annotated[Tensor, S["tp", 0]] = self.weight
+        out = F.linear(reinterpret(x, "tp", src=I, dst=R), weight)
+        gather_output: bool = self.gather_output
+        if runtime_gather_output is not None:
+            gather_output = runtime_gather_output
+        if gather_output:
+            return all_gather(out, "tp", src=V, dst=I, gather_dim=-1)  # OK
+        return out  # OK
+
+
+def per_call(h: Annotated[Tensor, I["tp"]], s: Annotated[Tensor, S["tp", 0]], flag: bool, target: Tensor) -> None:
+    hidden = RuntimeGatheredColumn()
+    output = RuntimeGatheredColumn(gather_output=True)
+    reveal_type(hidden(h))  # N: SpmdTensor[Literal['tp:V']]
+    reveal_type(output(h))  # N: SpmdTensor[Literal['tp:I']]
+    reveal_type(hidden(h, runtime_gather_output=True))  # N: SpmdTensor[Literal['tp:I']]
+    reveal_type(output(h, runtime_gather_output=False))  # N: SpmdTensor[Literal['tp:V']]
+    reveal_type(output(h, None))  # N: SpmdTensor[Literal['tp:I']]
+    vocab_parallel_cross_entropy(hidden(h), target)  # OK
+    vocab_parallel_cross_entropy(hidden(h, runtime_gather_output=True), target)  # E: [spmd-boundary] argument "logits" of "vocab_parallel_cross_entropy" on axis 'tp': expected S(-1), got I
+    hidden(s, runtime_gather_output=True)  # E: [spmd-boundary] argument "x" of "RuntimeGatheredColumn.forward" on axis 'tp': expected I, got S(0)
+    hidden(h, flag)  # E: [call-overload]
+
+# -- A submodule that some configurations lack (torchtitan's pipeline stages): typed None in their overloads, it
+# is a flag too, read as present or None in each copy of forward.
+
+Ids = Spmd[Tensor, Literal["tp:R"]]
+StageIn = TypeVar("StageIn", Ids, Whole)
+
+
+class Embed(nn.Module):
+    def forward(self, ids: Ids) -> Whole:
+        raise NotImplementedError
+
+
+class Stage(nn.Module, Generic[StageIn]):
+    @overload
+    def __init__(self: "Stage[Ids]", embed: Embed) -> None: ...
+    @overload
+    def __init__(self: "Stage[Whole]", embed: None) -> None: ...
+    def __init__(self, embed: Embed | None) -> None:
+        super().__init__()
+        self.embed = embed
+
+    def forward(self, tokens: StageIn) -> Whole:
+        reveal_type(self.embed)  # N: Embed # N: None
+        return self.embed(tokens) if self.embed is not None else tokens  # OK
+
+
+class ForgetfulStage(Stage[StageIn]):
+    def forward(self, tokens: StageIn) -> Whole:
+        return tokens  # E: [return-value]
+
+
+def stages(ids: Annotated[Tensor, R["tp"]], h: Annotated[Tensor, I["tp"]]) -> None:
+    first, later = Stage(Embed()), Stage(None)
+    reveal_type(first.embed)  # N: Embed
+    reveal_type(later.embed)  # N: None
+    later(h)  # OK
+    first(h)  # E: [spmd-boundary] argument "tokens" of "Stage.forward" on axis 'tp': expected R, got I
 
 # -- Size-1 axes: on one rank every collective is the identity, and the axis's types coincide.
 

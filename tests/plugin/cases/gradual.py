@@ -34,6 +34,20 @@ def known_types_still_checked(v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor
     return v  # E: [return-value] Incompatible return value type (got "SpmdTensor[Literal['tp:V']]", expected "SpmdTensor[Literal['tp:R']]")
 
 
+def plain_parameters(x: Tensor, o: Optional[torch.Tensor], w: nn.Parameter) -> Annotated[Tensor, R["tp"]]:
+    # A parameter annotated plain Tensor (or nn.Parameter) is unknown, accepted like Any where an SPMD type is declared.
+    y: Annotated[Tensor, V["tp"]] = x  # OK
+    z: Optional[Annotated[Tensor, R["tp"]]] = o  # OK
+    b: Annotated[nn.Parameter, R["tp"]] = w  # OK
+    if o is not None:
+        return o  # OK
+    return x  # OK
+
+
+def plain_parameters_returned_optional(o: Optional[Tensor]) -> Annotated[Tensor, R["tp"]]:
+    return o  # E: [return-value] Incompatible return value type (got "Tensor | None", expected "SpmdTensor[Literal['tp:R']]")
+
+
 class ColumnParallel(nn.Module):
     def __init__(self, d: int, bias: bool) -> None:
         super().__init__()
@@ -55,6 +69,34 @@ def rebound_parameter(x: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"
 def rebound_parameter_still_checked(x: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]]:
     x = x * 2
     return x  # E: [return-value] Incompatible return value type (got "SpmdTensor[Literal['tp:V']]", expected "SpmdTensor[Literal['tp:R']]")
+
+
+def replicated(x: Annotated[Tensor, R["tp"]]) -> None:
+    raise NotImplementedError
+
+
+def rebound_to_a_maximum(x: Annotated[Tensor, V["tp"]], v: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    # The maximum over the axis is the same on every rank: the parameter takes that type, whether or not
+    # mypy lets it be re-bound to another type (no error asking to reduce or gather it).
+    x = all_reduce(x, "tp", src=V, dst=R, op="max")  # OK
+    reveal_type(x)  # N: SpmdTensor[Never]
+    replicated(x)  # OK
+    m: Annotated[Tensor, V["tp"]] = v
+    m = all_reduce(m, "tp", src=V, dst=R, op="min")  # OK
+    replicated(m)  # OK
+    return x  # OK
+
+
+def pair_of_partials(x: Annotated[Tensor, P["tp"]]) -> tuple[Annotated[Tensor, P["tp"]], Annotated[Tensor, P["tp"]]]:
+    return x, x * 2
+
+
+def rebound_after_unpacking(x: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    # Names first bound by unpacking a call's result are values, not declarations: they can be re-bound.
+    a, b = pair_of_partials(x)
+    a, b = all_reduce(a, "tp", src=P, dst=R), all_reduce(b, "tp", src=P, dst=R)  # OK
+    reveal_type(a)  # N: SpmdTensor[Literal['tp:R']]
+    return a + b  # OK
 
 
 def no_grad_region(v: Annotated[Tensor, V["tp"]], i: Annotated[Tensor, I["tp"]], p: Annotated[Tensor, P["tp"]]) -> None:
@@ -83,6 +125,38 @@ class VocabParallelSoftmax(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad: Annotated[Tensor, P["tp"]]) -> tuple[Tensor, None]:
         return torch.exp(grad), None  # E: [spmd-partial] P (a pending sum) through a non-linear op
+
+
+class CrossEntropyHelpers:
+    """Megatron's static helpers, called only from the autograd Function below: they run without autograd too."""
+
+    @staticmethod
+    def normalise(exp_logits: Annotated[Tensor, V["tp"]], sum_exp: Annotated[Tensor, I["tp"]]) -> Tensor:
+        exp_logits.div_(sum_exp.unsqueeze(dim=-1))  # OK
+        return exp_logits
+
+    @staticmethod
+    def log_of(p: Annotated[Tensor, P["tp"]]) -> Tensor:
+        return torch.log(p)  # E: [spmd-partial] P (a pending sum) through a non-linear op
+
+    @staticmethod
+    def also_called_with_autograd(v: Annotated[Tensor, V["tp"]], i: Annotated[Tensor, I["tp"]]) -> Tensor:
+        return v / i  # E: [spmd-mix] I does not mix with V
+
+
+class CrossEntropyFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, exp_logits: Annotated[Tensor, V["tp"]], sum_exp: Annotated[Tensor, I["tp"]]) -> Tensor:
+        CrossEntropyHelpers.also_called_with_autograd(exp_logits, sum_exp)
+        return CrossEntropyHelpers.normalise(exp_logits, sum_exp)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Annotated[Tensor, P["tp"]]) -> tuple[Tensor, None]:
+        return CrossEntropyHelpers.log_of(grad), None
+
+
+def with_autograd(v: Annotated[Tensor, V["tp"]], i: Annotated[Tensor, I["tp"]]) -> Tensor:
+    return CrossEntropyHelpers.also_called_with_autograd(v, i)
 
 
 class HoldsALinear(nn.Module):

@@ -28,4 +28,5 @@ def nonlinear(p: Pt, r: Annotated[Tensor, R["tp"]]) -> None:
 
 def spelled_operands(p: Pt) -> None:
     a = p > 0  # E: [spmd-partial] > on axis 'tp': P (a pending sum) as an index, mask, condition or comparison operand; fix: all_reduce(p, "tp"
-    p += 1  # E: [spmd-partial] += on axis 'tp': P plus a non-partial term (weak), which would be added once per rank; fix: all_reduce(p, "tp"
+    # No fix: a call around the in-place target p would not write back into it.
+    p += 1  # E: [spmd-partial] += on axis 'tp': P plus a non-partial term (weak), which would be added once per rank
