@@ -175,17 +175,17 @@ class Encoder:
         if info is None:
             return None
         if not inferred:
-            return self._build(info, spmd, inferred)
+            return self._build(info, spmd, inferred, kept)
         # mypy shares a type among the expressions it flows to, never changing it; so can the plugin.
-        key = (info, spmd, self._rebindable)
+        key = (info, spmd, self._rebindable, kept)
         typed = _COMPUTED.get(key)
         if typed is None:
             if len(_COMPUTED) >= _COMPUTED_MAX:
                 _COMPUTED.clear()
-            typed = _COMPUTED[key] = self._build(info, spmd, inferred)
+            typed = _COMPUTED[key] = self._build(info, spmd, inferred, kept)
         return typed
 
-    def _build(self, info: TypeInfo, spmd: SpmdType, inferred: bool) -> Instance:
+    def _build(self, info: TypeInfo, spmd: SpmdType, inferred: bool, kept: bool) -> Instance:
         items: list[Type] = [
             LiteralType(f"{axis}:{local_type(kind).code}", self._str)
             for axis, kind in spmd.items()
@@ -248,8 +248,9 @@ def _read_instance(instance: Instance) -> SpmdType | None:
 # Every read of an SPMD-typed value parses its text; a program has few distinct ones.
 _parse: Final = functools.lru_cache(maxsize=4096)(parse)
 
-# The type of every value the plugin computes, by phantom class, SPMD type and whether variables can be
-# re-typed (see Encoder.tensor): a program computes few distinct ones, at every op.  The phantom class
-# is part of the key, so a daemon that reloads the stubs builds new types.
-_COMPUTED: Final[dict[tuple[TypeInfo, SpmdType, bool], Instance]] = {}
+# The type of every value the plugin computes, by phantom class, SPMD type, whether variables can be
+# re-typed and whether the value is kept by a declared variable (see Encoder.tensor): a program computes
+# few distinct ones, at every op.  The phantom class is part of the key, so a daemon that reloads the
+# stubs builds new types.
+_COMPUTED: Final[dict[tuple[TypeInfo, SpmdType, bool, bool], Instance]] = {}
 _COMPUTED_MAX: Final = 4096

@@ -228,8 +228,8 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
     numbers = NumberReader(session, ctx.api, ctx.context)
     arguments = read_arguments(ctx.api, rule, names, ctx.arg_types, args, (ctx.type, receiver), numbers)
     if isinstance(ctx.context, OperatorAssignmentStmt):  # p += 1: no call around the target p writes back into it
-        arguments.spelled = [None if operand.param == "input" else spelled
-                             for operand, spelled in zip(arguments.operands, arguments.spelled)]
+        arguments.written = [None if operand.param == "input" else written
+                             for operand, written in zip(arguments.operands, arguments.written)]
     default = _untyped_returns_tensor(ctx.default_return_type, name, rule, ctx.type)
     return _apply(session, ctx, default, name, rule, arguments, speculative=operator, numbers=numbers)
 
