@@ -18,6 +18,7 @@ those checkers reject them, and mypy looks up ``"dp"`` in ``R["dp"]`` as a name.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from mypy.plugin import AnalyzeTypeContext
 from mypy.types import (
@@ -40,11 +41,13 @@ from spmd_mypy.fullnames import (
     LITERAL,
     LOCAL_TYPE_MARKERS,
     PARAMETER,
+    PARTITION_SPEC,
     PROCESS_GROUP,
     SHARD_MARKERS,
     STR,
     TENSOR,
 )
+from spmd_mypy.partition_specs import calls_at, partition_spec
 from spmd_mypy.session import Session, StubsWarned
 from spmd_types.typesystem import (
     LOCAL_TYPES,
@@ -52,6 +55,8 @@ from spmd_types.typesystem import (
     Axis,
     AxisTypes,
     Code,
+    PartitionSpec,
+    R,
     SpmdType,
     axis_types_marker,
     markers_from_text,
@@ -64,6 +69,13 @@ __all__ = ["analyze"]
 
 class _Bad(Exception):
     """A malformed annotation; the message is for the user."""
+
+
+class _Declared(NamedTuple):
+    """The SPMD type an annotation declares, and the tensor's rank where a ``PartitionSpec`` says it."""
+
+    spmd: SpmdType
+    rank: int | None = None
 
 
 def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> Type:
@@ -84,35 +96,47 @@ def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> T
     if not is_alias_form and not any(_could_be_ours(m) for m in metadata):
         return base  # foreign metadata only (jaxtyping, torch's own): what mypy would do
     try:
-        axes_or_type = _read_metadata(ctx, metadata, is_alias_form)
+        axes_or_type = _read_metadata(ctx, metadata, is_alias_form, session.options)
     except _Bad as error:
         ctx.api.fail(str(error), ctx.context, code=ANNOTATION)
         return base
     if axes_or_type is None:
         return base
-    if isinstance(axes_or_type, tuple):
-        typed = _axis_group(ctx, base, axes_or_type, encoder)
-    else:
+    if isinstance(axes_or_type, _Declared):
         typed = _tensor(ctx, base, axes_or_type, encoder, session.options)
+    else:
+        typed = _axis_group(ctx, base, axes_or_type, encoder)
     if typed is None:
         _stubs_missing(ctx, encoder, session.stubs_warned)
     return typed or base
 
 
 def _could_be_ours(item: Type) -> bool:
-    # Markers are names (possibly imported under another name); literals never are.
-    return isinstance(item, UnboundType) and item.original_str_expr is None
+    # Markers are names (possibly imported under another name); literals never are; a call may be a PartitionSpec.
+    return (isinstance(item, UnboundType) and item.original_str_expr is None) or _is_call(item)
+
+
+def _is_call(item: Type) -> bool:
+    """Whether ``item`` is what mypy makes of an expression that is no type, such as a call."""
+    return isinstance(item, RawExpressionType) and item.literal_value is None
 
 
 def _read_metadata(
-    ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_form: bool
-) -> SpmdType | tuple[str, ...] | None:
-    """The SPMD type the metadata declares, the axes of its ``Axis[...]`` markers in order, or ``None``."""
+    ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_form: bool, options: PluginOptions
+) -> _Declared | tuple[str, ...] | None:
+    """What the metadata declares, the axes of its ``Axis[...]`` markers in order, or ``None``."""
     if is_alias_form:
-        return _read_alias_form(ctx, metadata)
+        alias = _read_alias_form(ctx, metadata)
+        return _Declared(alias) if alias is not None else None
     markers: list[AxisTypes] = []
+    specs: list[PartitionSpec] = []
     axes: list[str] = []
     for item in metadata:
+        if _is_call(item):
+            spec = _partition_spec(ctx, item)
+            if spec is not None:
+                specs.append(spec)
+            continue
         if not isinstance(item, UnboundType):
             continue  # another library's metadata
         fullname = lookup_type_name(ctx.api, item.name, ctx.context)
@@ -124,9 +148,31 @@ def _read_metadata(
         raise _Bad("Axis[...] marks process groups and cannot be combined with tensor markers")
     if len(set(axes)) < len(axes):
         raise _Bad(f"Axis[...] names each mesh axis once, got {', '.join(axes)}")
+    if axes and specs:
+        raise _Bad("Axis[...] marks process groups and cannot be combined with a PartitionSpec")
     if axes:
         return tuple(axes)
-    return _combined(markers)
+    if len(specs) > 1:
+        raise _Bad("an annotation takes one PartitionSpec")
+    spmd = _combined([*specs, *markers])
+    if spmd is None:
+        return None
+    if not specs:
+        return _Declared(spmd)
+    # The mesh's other axes, where configured, are replicated (markers may say otherwise).
+    return _Declared(SpmdType({**dict.fromkeys(options.axes, R), **dict(spmd.items())}), len(specs[0]))
+
+
+def _partition_spec(ctx: AnalyzeTypeContext, item: Type) -> PartitionSpec | None:
+    """The ``PartitionSpec`` that the call ``item`` stands for, read from the source; ``None``: another call."""
+    tree = analyzed_file(ctx.api)
+    if tree is None:
+        return None
+    calls = calls_at(tree.path, item.line, item.column)
+    try:
+        return partition_spec(calls, lambda name: lookup_type_name(ctx.api, name, ctx.context) in PARTITION_SPEC)
+    except AnnotationError as error:
+        raise _Bad(str(error)) from None
 
 
 _ALIAS_FORM = 'Spmd[...] takes a tensor type and the SPMD type as a Literal string, as in Spmd[Tensor, Literal["dp:R"]]'
@@ -182,7 +228,7 @@ def _from_text(text: str) -> list[AxisTypes]:
         raise _Bad(str(error)) from None
 
 
-def _combined(markers: list[AxisTypes]) -> SpmdType | None:
+def _combined(markers: Sequence[AxisTypes | PartitionSpec]) -> SpmdType | None:
     try:
         return spmd_type_from_metadata(markers)
     except AnnotationError as error:
@@ -231,7 +277,7 @@ def _axis_name(item: UnboundType) -> str:
 
 
 def _tensor(
-    ctx: AnalyzeTypeContext, base: Type, spmd: SpmdType, encoder: Encoder, options: PluginOptions
+    ctx: AnalyzeTypeContext, base: Type, declared: _Declared, encoder: Encoder, options: PluginOptions
 ) -> Type | None:
     """The SPMD-typed tensor; ``base`` after a reported mistake; ``None`` if it cannot be written."""
     proper = get_proper_type(base)
@@ -243,8 +289,8 @@ def _tensor(
         _fail(ctx, f"SPMD types apply to torch.Tensor and nn.Parameter, not to {proper.type.name}",
               Code.ANNOTATION)
         return base
-    _check_axes(ctx, spmd.axes, options)
-    return encoder.tensor(spmd, proper, inferred=False)
+    _check_axes(ctx, declared.spmd.axes, options)
+    return encoder.tensor(declared.spmd, proper, inferred=False, rank=declared.rank)
 
 
 def _axis_group(ctx: AnalyzeTypeContext, base: Type, axes: tuple[str, ...], encoder: Encoder) -> Type | None:

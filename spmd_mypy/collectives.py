@@ -29,7 +29,7 @@ from mypy.nodes import (
 from mypy.plugin import FunctionContext, MethodContext
 from mypy.types import Instance, TupleType, Type, get_proper_type
 
-from spmd_mypy import summation
+from spmd_mypy import global_mode, summation
 from spmd_mypy.axes import axis_name
 from spmd_mypy.boundaries import report_divergent
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
@@ -137,6 +137,9 @@ def apply_call(
     if isinstance(found, Divergent) and x_expr is not None:
         report_divergent(verdict, x_expr, found)  # a branch or loop iteration the call may mistake
     verdict.report(violations, ctx.context, where or call, (value,), value)
+    not_global = global_mode.cast_violations(session, ctx.api, ctx.context, call, axes, src_used,
+                                             dst if dst is not None else CALLS[call].dst_default, have)
+    verdict.report(_replacing(not_global, call, written), ctx.context, where or call, (value,), value)
     if x_expr is not None and src_used is not None:
         # A replicated summand added to per-rank values is counted once per rank on each axis summed over.
         for name in axes:

@@ -113,6 +113,7 @@ __all__ = [
 # and whether it is a declaration (from an annotation) rather than a computed value.
 _SIDE_CHANNEL: Final = "__spmd_type__"
 _DECLARED: Final = "__spmd_declared__"
+_RANK: Final = "__spmd_rank__"
 
 
 def lookup_type_info(modules: dict[str, MypyFile] | None, fullname: str) -> TypeInfo | None:
@@ -263,6 +264,16 @@ def _helpers_without_autograd(tree: MypyFile, spans: list[tuple[int, int]]) -> l
         for name in qualified:
             found += [(f.line, f.end_line or f.line) for f in functions.pop(name)]
     return found
+
+
+def decorated_spans(tree: MypyFile, decorators: frozenset[str]) -> list[tuple[int, int]]:
+    """The line spans of the functions (and methods) decorated with one of ``decorators`` (full names)."""
+    spans: list[tuple[int, int]] = []
+    for node in statements_in(tree):
+        if isinstance(node, Decorator) and any(isinstance(expr, RefExpr) and expr.fullname in decorators
+                                               for expr in node.decorators):
+            spans.append((node.func.line, node.func.end_line or node.func.line))
+    return spans
 
 
 def buffers_written_in_place(tree: MypyFile) -> set[Expression]:
@@ -597,13 +608,22 @@ def read_side_channel(instance: Instance) -> str | None:
     return None
 
 
-def with_side_channel(instance: Instance, text: str, str_type: Instance, declared: bool) -> Instance:
-    """``instance`` carrying ``text``, and whether it is a declaration, in its side channel."""
+def with_side_channel(instance: Instance, text: str, str_type: Instance, declared: bool,
+                      rank: int | None = None) -> Instance:
+    """``instance`` carrying ``text``, whether it is a declaration, and the rank if known, in its side channel."""
     attrs: dict[str, Type] = {_SIDE_CHANNEL: LiteralType(text, str_type)}
     if declared:
         attrs[_DECLARED] = LiteralType(True, str_type)
+    if rank is not None:
+        attrs[_RANK] = LiteralType(rank, str_type)
     instance.extra_attrs = ExtraAttrs(attrs, set(), None)
     return instance
+
+
+def read_rank(instance: Instance) -> int | None:
+    """The rank an SPMD-typed Instance carries (a declaration by a ``PartitionSpec``), if any."""
+    value = instance.extra_attrs.attrs.get(_RANK) if instance.extra_attrs is not None else None
+    return value.value if isinstance(value, LiteralType) and isinstance(value.value, int) else None
 
 
 def is_declaration(instance: Instance) -> bool:

@@ -42,7 +42,7 @@ from mypy.types import (
     get_proper_type,
 )
 
-from spmd_mypy.compat import lookup_type_info, read_side_channel, with_side_channel
+from spmd_mypy.compat import lookup_type_info, read_rank, read_side_channel, with_side_channel
 from spmd_mypy.fullnames import (
     AXIS_GROUP,
     LOCAL_MAP_DECORATOR,
@@ -122,6 +122,12 @@ class Encoder:
         return None
 
     @staticmethod
+    def rank(typ: Type) -> int | None:
+        """The rank of an SPMD-typed tensor whose declaration says it (a ``PartitionSpec``); else ``None``."""
+        proper = get_proper_type(typ)
+        return read_rank(proper) if isinstance(proper, Instance) else None
+
+    @staticmethod
     def read_axis(typ: Type) -> str | None:
         """The mesh axis of a process group typed ``AxisGroup[Literal["tp"]]``."""
         return _literal_arg(typ, AXIS_GROUP)
@@ -157,8 +163,10 @@ class Encoder:
             return None
         return package.path
 
-    def tensor(self, spmd: SpmdType, base: Instance, *, inferred: bool, kept: bool = False) -> Instance | None:
-        """``base`` (a tensor instance) carrying ``spmd``; ``None`` if the phantoms are not loaded.
+    def tensor(self, spmd: SpmdType, base: Instance, *, inferred: bool, kept: bool = False,
+               rank: int | None = None) -> Instance | None:
+        """``base`` (a tensor instance) carrying ``spmd`` (and ``rank``, where known); ``None`` if the phantoms are
+        not loaded.
 
         ``inferred`` marks a value computed by the plugin, which is written
         ``SpmdTensor[Any]`` where variables cannot be re-typed (see the module
@@ -175,17 +183,17 @@ class Encoder:
         if info is None:
             return None
         if not inferred:
-            return self._build(info, spmd, inferred, kept)
+            return self._build(info, spmd, inferred, kept, rank)
         # mypy shares a type among the expressions it flows to, never changing it; so can the plugin.
-        key = (info, spmd, self._rebindable, kept)
+        key = (info, spmd, self._rebindable, kept, rank)
         typed = _COMPUTED.get(key)
         if typed is None:
             if len(_COMPUTED) >= _COMPUTED_MAX:
                 _COMPUTED.clear()
-            typed = _COMPUTED[key] = self._build(info, spmd, inferred, kept)
+            typed = _COMPUTED[key] = self._build(info, spmd, inferred, kept, rank)
         return typed
 
-    def _build(self, info: TypeInfo, spmd: SpmdType, inferred: bool, kept: bool) -> Instance:
+    def _build(self, info: TypeInfo, spmd: SpmdType, inferred: bool, kept: bool, rank: int | None) -> Instance:
         items: list[Type] = [
             LiteralType(f"{axis}:{local_type(kind).code}", self._str)
             for axis, kind in spmd.items()
@@ -198,7 +206,7 @@ class Encoder:
             arg = AnyType(TypeOfAny.special_form)
         else:
             arg = items[0] if len(items) == 1 else UnionType(items)
-        return with_side_channel(Instance(info, [arg]), str(spmd), self._str, declared=not inferred)
+        return with_side_channel(Instance(info, [arg]), str(spmd), self._str, declared=not inferred, rank=rank)
 
     def axis_group(self, axis: str) -> Instance | None:
         """``AxisGroup[Literal[axis]]``, the type of a process group of mesh axis ``axis``."""
@@ -249,8 +257,8 @@ def _read_instance(instance: Instance) -> SpmdType | None:
 _parse: Final = functools.lru_cache(maxsize=4096)(parse)
 
 # The type of every value the plugin computes, by phantom class, SPMD type, whether variables can be
-# re-typed and whether the value is kept by a declared variable (see Encoder.tensor): a program computes
+# re-typed, whether the value is kept by a declared variable and its rank (see Encoder.tensor): a program computes
 # few distinct ones, at every op.  The phantom class is part of the key, so a daemon that reloads the
 # stubs builds new types.
-_COMPUTED: Final[dict[tuple[TypeInfo, SpmdType, bool, bool], Instance]] = {}
+_COMPUTED: Final[dict[tuple[TypeInfo, SpmdType, bool, bool, int | None], Instance]] = {}
 _COMPUTED_MAX: Final = 4096

@@ -1,4 +1,5 @@
-"""What is known about each file mypy checks: its imports, returns, assignments, and where no autograd runs.
+"""What is known about each file mypy checks: its imports, returns, assignments, where no autograd runs,
+and which functions are checked in global SPMD.
 
 Each fact is computed from the file's parse tree when first asked for
 (:mod:`spmd_mypy.compat` walks the tree) and kept in the session while mypy
@@ -17,19 +18,21 @@ from spmd_mypy.compat import (
     attribute_assignments,
     buffers_written_in_place,
     checked_file,
+    decorated_spans,
     inferred_assignments,
     name_assignments,
     returned_values,
     size_one_spans,
     without_autograd_spans,
 )
-from spmd_mypy.fullnames import SPMD_PACKAGE
+from spmd_mypy.fullnames import GLOBAL_SPMD, SPMD_PACKAGE
 from spmd_mypy.session import Session
 
 __all__ = [
     "FileFacts",
     "assigned_to_inferred",
     "attribute_values",
+    "in_global_mode",
     "is_returned",
     "is_written_later",
     "size_one_axes",
@@ -122,6 +125,12 @@ def without_autograd(session: Session, api: CheckerPluginInterface, where: Conte
     return facts is not None and any(first <= where.line <= last for first, last in facts.without_autograd)
 
 
+def in_global_mode(session: Session, api: CheckerPluginInterface, where: Context) -> bool:
+    """Whether ``where`` is in a function decorated with ``@spmd_types.global_spmd`` (:mod:`spmd_mypy.global_mode`)."""
+    facts = _facts(session, api)
+    return facts is not None and any(first <= where.line <= last for first, last in facts.global_spans)
+
+
 def size_one_axes(session: Session, api: CheckerPluginInterface, where: Context) -> frozenset[str]:
     """The axes that code at ``where`` runs with one rank on (see :mod:`spmd_mypy.size_one`)."""
     facts = _facts(session, api)
@@ -155,6 +164,10 @@ class FileFacts:
     @functools.cached_property
     def without_autograd(self) -> list[tuple[int, int]]:
         return without_autograd_spans(self.tree)
+
+    @functools.cached_property
+    def global_spans(self) -> list[tuple[int, int]]:
+        return decorated_spans(self.tree, GLOBAL_SPMD)
 
     @functools.cached_property
     def buffers_written_in_place(self) -> set[Expression]:

@@ -28,6 +28,7 @@ __all__ = [
     "DTENSOR_RECEIVERS",
     "FALSE",
     "FLOAT",
+    "GLOBAL_SPMD",
     "GROUP_RECEIVERS",
     "INFINITIES",
     "INIT_DEVICE_MESH",
@@ -44,10 +45,12 @@ __all__ = [
     "NO_GRAD",
     "NUMBERS",
     "PARAMETER",
+    "PARTITION_SPEC",
     "PLACED_DTENSOR",
     "PLACEMENT_CLASSES",
     "PROCESS_GROUP",
     "RANK_FUNCTIONS",
+    "REDISTRIBUTE_SPEC",
     "REDUCE_OP",
     "SEQUENCES",
     "SHARD_MARKERS",
@@ -119,6 +122,16 @@ SPMD_ALIAS: Final = frozenset({"spmd_types.Spmd", "spmd_types.typesystem.Spmd",
 
 The stubs make ``spmd_types.Spmd`` a generic alias of its first argument, so that
 checkers without the plugin accept it; the other two names are the runtime class."""
+
+PARTITION_SPEC: Final = frozenset({"spmd_types.PartitionSpec", "spmd_types.typesystem.PartitionSpec",
+                                   "spmd_types.typesystem.partition_spec.PartitionSpec"})
+"""``PartitionSpec(...)`` in ``Annotated`` metadata (:mod:`spmd_mypy.partition_specs`)."""
+
+REDISTRIBUTE_SPEC: Final = "spmd_types.redistribute_spec"
+"""Typed by the specs it is given (:mod:`spmd_mypy.redistribute_spec`)."""
+
+GLOBAL_SPMD: Final = frozenset({"spmd_types.global_spmd", "spmd_types._checking.global_spmd"})
+"""The decorator of a function checked in global SPMD (:mod:`spmd_mypy.global_mode`)."""
 
 LITERAL: Final = frozenset({"typing.Literal", "typing_extensions.Literal"})
 

@@ -43,10 +43,12 @@ from spmd_mypy import (
     dtensor,
     ecosystem,
     flags,
+    global_mode,
     gradients,
     gradual,
     local_map,
     ops,
+    redistribute_spec,
     size_one,
 )
 from spmd_mypy.annotations import analyze
@@ -62,11 +64,13 @@ from spmd_mypy.fullnames import (
     AXIS_SIZE,
     BUILTIN_SUM,
     DTENSOR_RECEIVERS,
+    GLOBAL_SPMD,
     GROUP_RECEIVERS,
     INIT_DEVICE_MESH,
     LOCAL_MAP,
     LOCAL_MAP_DECORATOR,
     MESH_RECEIVERS,
+    REDISTRIBUTE_SPEC,
     SPMD_ALIAS,
     TENSOR_PROPERTY_OWNERS,
     TENSOR_RECEIVERS,
@@ -165,6 +169,10 @@ class Router:
             return dtensor.check_init_device_mesh
         if fullname == LOCAL_MAP:
             return local_map.check_local_map
+        if fullname in GLOBAL_SPMD:
+            return global_mode.check_decorated
+        if fullname == REDISTRIBUTE_SPEC:
+            return redistribute_spec.check_redistribute_spec
         if fullname == BUILTIN_SUM:
             return ops.check_builtin_sum
         if fullname in AUTOGRAD_FUNCTIONS:

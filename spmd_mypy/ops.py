@@ -33,7 +33,7 @@ from mypy.nodes import (
 from mypy.plugin import AttributeContext, CheckerPluginInterface, FunctionContext, FunctionSigContext, MethodContext
 from mypy.types import AnyType, FunctionLike, Instance, TupleType, Type, UnionType, get_proper_type
 
-from spmd_mypy import files
+from spmd_mypy import files, global_mode
 from spmd_mypy.axes import axis_name
 from spmd_mypy.boundaries import has_spmd, report_divergent
 from spmd_mypy.compat import container_elements, expression_type
@@ -424,6 +424,7 @@ def _apply(
         verdict.report(problem.violations, problem.at, problem.where, speculative=speculative)
     autograd = not files.without_autograd(session, ctx.api, ctx.context)
     where = display_name(name)
+    axes: tuple[str, ...] = ()
     if partial is not None:
         function, axes = partial
         where = function.where
@@ -440,6 +441,10 @@ def _apply(
     if aliased is not None:
         verdict.report(writes_through(rule, arguments.operands, aliased, autograd=autograd), ctx.context, where,
                        arguments.spelled, speculative=speculative)
+    if arguments.sharded:
+        outcome = global_mode.check_op(session, ctx.api, ctx.context, name, arguments.operands, outcome.result,
+                                       arguments.literals, axes)
+        verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
     if not returns_tensor:
         return verdict
     result = outcome.result

@@ -154,7 +154,7 @@ def _read_value(
                 out.divergent.append((expr, found))
             found = UNKNOWN
         out.typed = out.typed or found is not None
-        out.add(param, found if found is not None else UNKNOWN, expr)
+        out.add(param, found if found is not None else UNKNOWN, expr, ndim=Encoder.rank(proper))
         return
     elements = _elements(api, proper, expr)
     if elements is not None:

@@ -70,6 +70,7 @@ _DEFINED_IN = {
     "runtime_checks_enabled": "spmd_types._checks",
     "runtime_checking": "spmd_types._checking",
     "checked": "spmd_types._checking",
+    "global_spmd": "spmd_types._checking",
     "TypeTracker": "spmd_types._checking",
     "SpmdError": "spmd_types._errors",
     "SpmdValueError": "spmd_types._errors",

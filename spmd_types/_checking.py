@@ -119,11 +119,13 @@ from spmd_types.typesystem import (
     check_call_on_axes,
     check_fits,
     check_from_local,
+    check_global_op,
     check_in_place,
     check_partial_output,
     counted_like,
     display_name,
     flattened_axes,
+    global_cast_violation,
     is_varying,
     lookup,
     passed_literal,
@@ -194,6 +196,7 @@ class TypeTracker:
         self._mode: _Mode | None = None
         self._hooks: list[Any] = []
         self._unbind: list[Callable[[], None]] = []
+        self._global = 0  # how many global_spmd functions the program is in
 
     # -- tracked types ---------------------------------------------------------------
 
@@ -302,6 +305,9 @@ class TypeTracker:
         have = counted_like(self._known(x), SpmdType(dict.fromkeys(axes, src)), x.dim())
         result, violations = _check_call_on_axes(call, axes, have, src, dst, op)
         self._report(violations, where, (value,), value)
+        if self._global:
+            found = (global_cast_violation(call, axis, src, dst, have.get(axis)) for axis in axes)
+            self._report(tuple(v for v in found if v is not None), where, (value,), value)
         self._check_summed(call, axes, x, src, dst, op)
         out = run()
         if not result.is_unknown:
@@ -355,6 +361,9 @@ class TypeTracker:
         outcome = check_partial_output(function, operands, axes, passed, autograd=torch.is_grad_enabled(),
                                        args=literals)
         self._report(outcome.violations, function.where, tuple(o.param for o in operands))
+        if self._global:
+            outcome = check_global_op(function.op, operands, outcome.result, literals, axes)
+            self._report(outcome.violations, function.where, tuple(o.param for o in operands))
         out = self._unchecked(run, (), {})
         if not outcome.result.is_unknown:
             self._tag_outputs(out, outcome.result)
@@ -685,6 +694,10 @@ class _Op:
                 return out  # size(), item(), tolist() and the like
         if any(isinstance(t, SpmdType) and _has_shard(t) for t in items[1::2]):
             outcome, params = self._sharded_outcome(tags, args, kwargs, tuple(passed), torch.is_grad_enabled())
+            if tracker._global:
+                operands, literals = self.operands(tags, args, kwargs)
+                tracker._report(outcome.violations, self.display, params)
+                outcome = check_global_op(self.name, operands, outcome.result, literals)
         else:
             outcome, params = self._outcome(tuple(items), tuple(passed), torch.is_grad_enabled())
         tracker._report(outcome.violations, self.display, params)
@@ -1027,6 +1040,31 @@ def _reduction(op: object) -> str | None:
 
 def _literal_dim(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def global_spmd(fn: _F) -> _F:
+    """``@global_spmd``: check the function in global SPMD, statically and, while runtime checking is on, at run time.
+
+    Inside it every value must stay global (:mod:`spmd_types.typesystem.global_rules`):
+    an op on shards must keep them (a sum over a sharded dim only with
+    ``out_partial_axes=``), a collective or cast only in its shard-preserving
+    variants.  Its annotations are checked at every call as :func:`checked`
+    checks them.  Without runtime checking it only pays two extra calls.
+    """
+    inner = checked(fn)
+
+    @functools.wraps(fn)
+    def global_call(*args: Any, **kwargs: Any) -> Any:
+        tracker = _ACTIVE
+        if tracker is None:
+            return inner(*args, **kwargs)
+        tracker._global += 1
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            tracker._global -= 1
+
+    return typing.cast(_F, global_call)
 
 
 def checked(fn: _F) -> _F:

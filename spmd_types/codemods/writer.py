@@ -61,7 +61,8 @@ def _last_name(node: cst.BaseExpression) -> str | None:
 
 
 def is_spmd_annotation(node: cst.BaseExpression) -> bool:
-    """Whether an annotation states an SPMD type: ``Annotated[..., R["tp"]]`` or ``Spmd[...]`` (also nested)."""
+    """Whether an annotation states an SPMD type: ``Annotated[..., R["tp"]]``, ``Annotated[..., PartitionSpec(...)]``
+    or ``Spmd[...]`` (also nested)."""
     if not isinstance(node, cst.Subscript):
         return False
     head = _last_name(node.value)
@@ -73,6 +74,8 @@ def is_spmd_annotation(node: cst.BaseExpression) -> bool:
             continue
         value = item.value
         if head == "Annotated" and isinstance(value, cst.Subscript) and _last_name(value.value) in _MARKERS:
+            return True
+        if head == "Annotated" and isinstance(value, cst.Call) and _last_name(value.func) == "PartitionSpec":
             return True
         if is_spmd_annotation(value):
             return True

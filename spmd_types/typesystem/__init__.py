@@ -23,6 +23,7 @@ Where each rule is:
 * :mod:`.shard_dims`: where a shard's tensor dim goes through an op;
 * :mod:`.collectives`: collectives and casts, their routes and backwards;
 * :mod:`.partial_outputs`: ``out_partial_axes=``, a local op then ``reinterpret(V -> P)``;
+* :mod:`.global_rules`: global SPMD, the rules on top of local SPMD and shard propagation of specs;
 * :mod:`.summation`: a replicated summand in the input of a reduction;
 * :mod:`.size_one`: axes a program has tested to have one rank, where all types coincide;
 * :mod:`.numbers`: Python numbers read out of tensors or computed from the rank's index;
@@ -84,6 +85,12 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.ecosystem import InPlace as InPlace
     from spmd_types.typesystem.ecosystem import check_in_place as check_in_place
     from spmd_types.typesystem.ecosystem import reduction_name as reduction_name
+    from spmd_types.typesystem.global_rules import GLOBAL_VALUE_TYPES as GLOBAL_VALUE_TYPES
+    from spmd_types.typesystem.global_rules import check_global_op as check_global_op
+    from spmd_types.typesystem.global_rules import einsum_terms as einsum_terms
+    from spmd_types.typesystem.global_rules import global_annotation_violation as global_annotation_violation
+    from spmd_types.typesystem.global_rules import global_cast_violation as global_cast_violation
+    from spmd_types.typesystem.global_rules import propagate as propagate
     from spmd_types.typesystem.join import Operand as Operand
     from spmd_types.typesystem.join import OpOutcome as OpOutcome
     from spmd_types.typesystem.join import apply_op as apply_op
@@ -166,6 +173,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.partition_spec import global_shape as global_shape
     from spmd_types.typesystem.partition_spec import mesh_axes as mesh_axes
     from spmd_types.typesystem.partition_spec import per_axis_types as per_axis_types
+    from spmd_types.typesystem.partition_spec import spec_type as spec_type
     from spmd_types.typesystem.placements import PLACEMENT_KINDS as PLACEMENT_KINDS
     from spmd_types.typesystem.placements import Placement as Placement
     from spmd_types.typesystem.placements import Placements as Placements
@@ -182,6 +190,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.planner import plan_via_replicated as plan_via_replicated
     from spmd_types.typesystem.shard_dims import LOST as LOST
     from spmd_types.typesystem.shard_dims import NOT_KNOWN as NOT_KNOWN
+    from spmd_types.typesystem.shard_dims import POINTWISE_OPS as POINTWISE_OPS
     from spmd_types.typesystem.shard_dims import SHARD_RULES as SHARD_RULES
     from spmd_types.typesystem.shard_dims import Broken as Broken
     from spmd_types.typesystem.shard_dims import LayoutCall as LayoutCall
@@ -255,13 +264,18 @@ _DEFINED_IN: dict[str, str] = {
         "ops",
     ),
     **dict.fromkeys(
+        ("GLOBAL_VALUE_TYPES", "check_global_op", "einsum_terms", "global_annotation_violation",
+         "global_cast_violation", "propagate"),
+        "global_rules",
+    ),
+    **dict.fromkeys(
         ("PARTIAL_OUTPUT_FUNCTIONS", "PartialOutputFunction", "check_partial_output", "partial_axes",
          "partial_output_bias"),
         "partial_outputs",
     ),
     **dict.fromkeys(
         ("Entry", "Factor", "MeshAxes", "PartitionSpec", "all_specs", "dual", "global_shape", "mesh_axes",
-         "per_axis_types"),
+         "per_axis_types", "spec_type"),
         "partition_spec",
     ),
     **dict.fromkeys(
@@ -271,8 +285,8 @@ _DEFINED_IN: dict[str, str] = {
     ),
     **dict.fromkeys(("Plan", "Step", "plan_redistribute", "plan_via_replicated",), "planner"),
     **dict.fromkeys(
-        ("Broken", "LOST", "LayoutCall", "Moved", "NOT_KNOWN", "Outcome", "SHARD_RULES", "counted_like", "result_dim",
-         "same_dim"),
+        ("Broken", "LOST", "LayoutCall", "Moved", "NOT_KNOWN", "Outcome", "POINTWISE_OPS", "SHARD_RULES",
+         "counted_like", "result_dim", "same_dim"),
         "shard_dims",
     ),
     **dict.fromkeys(("SpmdType", "UNKNOWN", "parse",), "spmd_type"),

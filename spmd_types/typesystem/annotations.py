@@ -35,6 +35,7 @@ from spmd_types.typesystem.local_types import (
     axis_types_marker,
     shard_marker,
 )
+from spmd_types.typesystem.partition_spec import PartitionSpec, spec_type
 from spmd_types.typesystem.spmd_type import SpmdType, parse
 
 __all__ = ["Axis", "Spmd", "axis_of_hint", "markers_from_text", "spmd_type_from_metadata", "spmd_type_of_hint"]
@@ -73,21 +74,27 @@ class Axis(metaclass=_AxisMeta):
 def spmd_type_from_metadata(metadata: Iterable[object]) -> SpmdType | None:
     """The SPMD type that ``Annotated`` metadata declares, or ``None`` if it has none.
 
-    Foreign metadata is skipped.  An axis given twice with different types is an
-    :class:`AnnotationError`; given twice with the same type it is accepted.
+    Foreign metadata is skipped.  A :class:`PartitionSpec` declares ``S(i)`` on
+    each axis that cuts dim ``i`` and ``P`` on its partial axes
+    (:func:`~spmd_types.typesystem.partition_spec.spec_type`); markers may
+    declare the axes it does not name.  An axis given twice with different
+    types is an :class:`AnnotationError`; given twice with the same type it is
+    accepted.
     """
     axes: dict[str, AxisType] = {}
     found = False
     for item in metadata:
-        if not isinstance(item, AxisTypes):
+        if isinstance(item, PartitionSpec):
+            declared = spec_type(item).items()
+        elif isinstance(item, AxisTypes):
+            declared = tuple((axis, item.axis_type) for axis in item.axes)
+        else:
             continue
         found = True
-        for axis in item.axes:
-            previous = axes.setdefault(axis, item.axis_type)
-            if previous != item.axis_type:
-                raise AnnotationError(
-                    f"axis {axis!r} is annotated twice, as {previous.code} and {item.axis_type.code}"
-                )
+        for axis, kind in declared:
+            previous = axes.setdefault(axis, kind)
+            if previous != kind:
+                raise AnnotationError(f"axis {axis!r} is annotated twice, as {previous.code} and {kind.code}")
     return SpmdType(axes) if found else None
 
 

@@ -34,6 +34,8 @@ class Code(enum.Enum):
     """``loss.backward()`` on a loss whose gradient would be miscounted."""
     ANNOTATION = "spmd-annotation"
     """A malformed SPMD annotation."""
+    GLOBAL = "spmd-global"
+    """In global SPMD: a value or op whose result is not the single-device result partitioned."""
 
     @property
     def description(self) -> str:
@@ -51,4 +53,5 @@ _DESCRIPTIONS = {
     Code.INPLACE: "in-place operation that would change its target's SPMD type",
     Code.BACKWARD: "backward() from a loss whose gradient would be miscounted",
     Code.ANNOTATION: "malformed SPMD annotation",
+    Code.GLOBAL: "in global SPMD, a result that is not the single-device result partitioned",
 }

@@ -31,9 +31,9 @@ for the minor-most factor of the entry: gathering ``dp`` out of
 ``("dp", "tp")`` leaves the strided ``(n_dp, "tp")``, which the per-axis types
 cannot say and a spec can.
 
-Annotation metadata: a ``PartitionSpec`` in ``Annotated[Tensor, ...]`` is
-ignored by the checker and by runtime checking for now (shard propagation
-through ops is future work); :func:`spmd_types.redistribute_spec` takes specs.
+Annotation metadata: a ``PartitionSpec`` in ``Annotated[Tensor, ...]``
+declares the per-axis types :func:`spec_type` gives (see
+:mod:`~spmd_types.typesystem.annotations`); :func:`spmd_types.redistribute_spec` takes specs.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ from spmd_types.typesystem.spmd_type import SpmdType
 
 __all__ = [
     "Entry", "Factor", "MeshAxes", "PartitionSpec", "all_specs", "dual", "global_shape", "mesh_axes", "per_axis_types",
+    "spec_type",
 ]
 
 Factor: TypeAlias = str | int
@@ -221,6 +222,14 @@ def per_axis_types(spec: PartitionSpec, axes: MeshAxes) -> SpmdType:
     for name, _ in axes:
         types[name] = Shard(shards[name]) if name in shards else P if name in spec.partial else R
     return SpmdType(types)
+
+
+def spec_type(spec: PartitionSpec, others: Iterable[str] = ()) -> SpmdType:
+    """The per-axis types of ``spec``: ``S(i)`` on each axis cutting dim ``i``, ``P`` on its partial axes,
+    and ``R`` on each of ``others`` it does not name (the mesh's other axes, where they are known)."""
+    named = (*spec.axes, *spec.partial)
+    rest = [axis for axis in dict.fromkeys(others) if axis not in named]
+    return per_axis_types(spec, mesh_axes([(axis, 1) for axis in (*named, *rest)]))
 
 
 def dual(spec: PartitionSpec, axes: MeshAxes) -> PartitionSpec:

@@ -50,6 +50,7 @@ from spmd_types.typesystem.spmd_type import SpmdType
 __all__ = [
     "LOST",
     "NOT_KNOWN",
+    "POINTWISE_OPS",
     "SHARD_RULES",
     "Broken",
     "LayoutCall",
@@ -507,7 +508,10 @@ def _build() -> dict[str, _Rule]:
 SHARD_RULES: Final[dict[str, _Rule]] = _build()
 """The layout rule of each op, by public name (as in :data:`~spmd_types.typesystem.ops.OPS`)."""
 
-_BROADCASTING: Final = frozenset(name for name, rule in SHARD_RULES.items() if rule is _keep)
+POINTWISE_OPS: Final = frozenset(name for name, rule in SHARD_RULES.items() if rule is _keep)
+"""The pointwise (broadcasting) ops: a shard keeps its dim, counted from the last."""
+
+_BROADCASTING: Final = POINTWISE_OPS
 _SEQUENCE_OPS: Final = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
 
 
@@ -707,9 +711,18 @@ def _embedding(sharded: Mapping[int, int], call: LayoutCall) -> int | Broken | N
     return None
 
 
+def _rmatmul(sharded: Mapping[int, int], call: LayoutCall) -> int | None:
+    """``other @ input`` (``Tensor.__rmatmul__``): ``matmul`` with the operands in their written order."""
+    swapped = {1 - position: dim for position, dim in sharded.items() if position in (0, 1)}
+    if len(swapped) != len(sharded):
+        return None
+    return _matmul(swapped, replace(call, ranks=(call.rank(1), call.rank(0))))
+
+
 _CONTRACTIONS: Final[dict[str, Callable[[Mapping[int, int], LayoutCall], int | Broken | None]]] = {
     "torch.nn.functional.linear": _linear,
     **dict.fromkeys(("torch.matmul", "torch.Tensor.matmul", "torch.Tensor.__matmul__"), _matmul),
+    "torch.Tensor.__rmatmul__": _rmatmul,
     **dict.fromkeys(("torch.mm", "torch.Tensor.mm"), _fixed_rank(2, 2)),
     **dict.fromkeys(("torch.bmm", "torch.Tensor.bmm"), _fixed_rank(3, 3)),
     "torch.einsum": _einsum,

@@ -60,7 +60,7 @@ import torch
 from torch import Tensor, nn
 from torch.distributed import ProcessGroup
 
-from spmd_types import I, P, R, S, Spmd, V, Axis, all_reduce
+from spmd_types import I, P, R, S, Spmd, V, Axis, PartitionSpec, all_reduce, global_spmd
 
 Activation = Spmd[Tensor, Literal["dp:R, tp:V"]]
 Weight = Spmd[nn.Parameter, Literal["tp:S(0)"]]
@@ -84,12 +84,19 @@ def spellings(
     b: Annotated[Tensor, S["tp", 0], I["dp", "cp"]],
     c: Spmd[Tensor, Literal["dp:R", "tp:V"]],
     d: list[Activation],
+    e: Annotated[Tensor, PartitionSpec("dp", None, ("tp", "cp"), partial="ep")],
 ) -> Activation:
     reveal_type(c)
-    return a + b + c + d[0]
+    return a + b + c + d[0] + e
 
 
-spellings(torch.ones(2), torch.ones(2), torch.ones(2), [torch.ones(2)])
+@global_spmd
+def global_function(x: Annotated[Tensor, PartitionSpec("dp", None)]) -> Annotated[Tensor, PartitionSpec("dp", None)]:
+    return x * 2
+
+
+spellings(torch.ones(2), torch.ones(2), torch.ones(2), [torch.ones(2)], torch.ones(2))
+global_function(torch.ones(2, 2))
 '''
 
 

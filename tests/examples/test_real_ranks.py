@@ -12,6 +12,7 @@ its ``WRONG`` says, and the real-process layout inverts on a 2-D mesh.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -82,8 +83,9 @@ def _verdict(module: ModuleType) -> Callable[[int, int], tuple[list[str], str]]:
 
 @pytest.mark.parametrize("module", MODULE_EXAMPLES, ids=lambda m: m.__name__.removeprefix("examples."))
 def test_correct_example_matches_on_real_ranks(module: ModuleType) -> None:
-    """On 2 real processes: the examples' one-axis meshes take as many ranks as there are processes."""
-    for wrong, report in run_forked(2, _verdict(module)):
+    """On 2 real processes: a one-axis mesh takes as many ranks as there are processes; a 2-D mesh its own number."""
+    mesh = module.EXAMPLE.mesh
+    for wrong, report in run_forked(2 if len(mesh) == 1 else math.prod(mesh.values()), _verdict(module)):
         assert not wrong, report
         assert "processes" in report.splitlines()[0], report
 

@@ -98,6 +98,8 @@ CASES: tuple[Case, ...] = (
          extra=lambda n: (("other", torch.rand(SIZES[n - 1])),)),
     Case("torch.Tensor.__matmul__", lambda w, x: x @ w, ranks=(1, 2, 3), param="other",
          extra=lambda n: (("input", torch.rand(3, SIZES[n - 2] if n >= 2 else SIZES[0])),)),
+    Case("torch.Tensor.__rmatmul__", lambda w, x: x @ w, ranks=(1, 2, 3), param="input",
+         extra=lambda n: (("other", torch.rand(3, SIZES[n - 2] if n >= 2 else SIZES[0])),)),
     Case("torch.einsum", lambda x, w: torch.einsum("abc,cd->abd", x, w), ranks=(3,), param="args",
          args={"equation": "abc,cd->abd"}, extra=lambda n: (("args", torch.rand(SIZES[2], 6)),)),
 )

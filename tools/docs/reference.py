@@ -80,7 +80,7 @@ PAGES: tuple[Page, ...] = (
     Page("assert_type", "assert_type and run-time checks", "spmd_types/_checks.py",
          ("assert_type", "set_runtime_checks", "runtime_checks_enabled"), module_doc=True),
     Page("runtime_checking", "Runtime checking", "spmd_types/_checking.py",
-         ("runtime_checking", "checked", "TypeTracker"), module_doc=True),
+         ("runtime_checking", "checked", "global_spmd", "TypeTracker"), module_doc=True),
     Page("exceptions", "Exceptions", "spmd_types/_errors.py",
          ("SpmdError", "SpmdValueError", "SpmdRuntimeError", "CollectiveArgumentError", "ShapeError",
           "UnknownAxisError", "NoCurrentMeshError", "NotDifferentiableError", "SpmdTypeCheckError"),

@@ -1,0 +1,167 @@
+"""Global SPMD's shard propagation is correct: checked exhaustively on small shapes against the denotation.
+
+For every op below and every assignment of partition specs to its operands
+on a 2x2 mesh (each axis replicated, partial or cutting one dim, two axes on
+one dim in both orders), :func:`propagate` either rejects the call or names
+the result's spec.  An accepted spec is a claim, checked here: run the op on
+the global tensors and partition the result by the spec (the denotation,
+:func:`local_indices`), against running the op on every rank's pieces; over
+the result's partial axes, the ranks' results must add up to the piece.
+Partial operands are split into unequal summands, so that a non-linear op on
+them cannot pass by chance.  A call rejected for an implicit pending sum is
+checked again with ``out_partial_axes`` on the axes named: that is the fix
+the message offers, and it must be right.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from spmd_types.typesystem import (  # noqa: E402
+    Code,
+    PartitionSpec,
+    Violation,
+    all_specs,
+    global_annotation_violation,
+    global_cast_violation,
+    local_indices,
+    mesh_axes,
+    parse,
+    propagate,
+    spec_type,
+)
+from spmd_types.typesystem.local_types import I, P, R, Shard, V  # noqa: E402
+
+AXES = mesh_axes({"dp": 2, "tp": 2})
+COORDS = [dict(zip(("dp", "tp"), c)) for c in itertools.product(range(2), range(2))]
+WEIGHTS = {"dp": (0.25, 0.75), "tp": (0.375, 0.625)}
+
+
+@dataclass(frozen=True)
+class Case:
+    op: str
+    shapes: tuple[tuple[str, tuple[int, ...]], ...]
+    run: Callable[..., torch.Tensor]
+    args: dict[str, object] = field(default_factory=dict)
+
+
+CASES = [
+    Case("torch.matmul", (("input", (4, 8)), ("other", (8, 4))), torch.matmul),
+    Case("torch.matmul", (("input", (4, 4, 8)), ("other", (8, 4))), torch.matmul),
+    Case("torch.nn.functional.linear", (("input", (4, 8)), ("weight", (4, 8))), torch.nn.functional.linear),
+    Case("torch.nn.functional.linear", (("input", (4, 8)), ("weight", (4, 8)), ("bias", (4,))),
+         torch.nn.functional.linear),
+    Case("torch.einsum", (("args", (4, 8)), ("args", (8, 4))), lambda a, b: torch.einsum("ij,jk->ik", a, b),
+         {"equation": "ij,jk->ik"}),
+    Case("torch.einsum", (("args", (4, 8)), ("args", (4, 8))), lambda a, b: torch.einsum("ij,kj->jik", a, b),
+         {"equation": "ij,kj->jik"}),
+    Case("torch.einsum", (("args", (4, 8)),), lambda a: torch.einsum("ij->ji", a), {"equation": "ij->ji"}),
+    Case("torch.einsum", (("args", (4, 4, 8)), ("args", (4, 8, 4))),
+         lambda a, b: torch.einsum("bij,bjk->bik", a, b), {"equation": "bij,bjk->bik"}),
+    Case("torch.sum", (("input", (4, 8)),), lambda a: torch.sum(a, 0), {"dim": 0}),
+    Case("torch.sum", (("input", (4, 8)),), lambda a: torch.sum(a, 1), {"dim": 1}),
+    Case("torch.add", (("input", (4, 8)), ("other", (8,))), torch.add),
+    Case("torch.add", (("input", (4, 8)), ("other", (4, 8))), torch.add),
+    Case("torch.mul", (("input", (4, 8)), ("other", (4, 8))), torch.mul),
+    Case("torch.exp", (("input", (4, 8)),), torch.exp),
+    Case("torch.transpose", (("input", (4, 8)),), lambda a: torch.transpose(a, 0, 1), {"dim0": 0, "dim1": 1}),
+]
+
+
+def _specs(ndim: int) -> list[PartitionSpec]:
+    return [s for s in all_specs(AXES, ndim) if not any(isinstance(f, int) for d in range(ndim) for f in s.factors(d))]
+
+
+def _piece(x: torch.Tensor, spec: PartitionSpec, coords: dict[str, int]) -> torch.Tensor:
+    for dim, index in enumerate(local_indices(spec, AXES, tuple(x.shape), coords)):
+        x = x.index_select(dim, torch.tensor(index, dtype=torch.long))
+    return x
+
+
+def _local(x: torch.Tensor, spec: PartitionSpec, coords: dict[str, int]) -> torch.Tensor:
+    weight = 1.0
+    for axis in spec.partial:
+        weight *= WEIGHTS[axis][coords[axis]]
+    return _piece(x, spec, coords) * weight
+
+
+def _holds(case: Case, specs: Sequence[PartitionSpec], out: PartitionSpec, inputs: Sequence[torch.Tensor]) -> bool:
+    """Whether the ranks' results, read by ``out``, are the global result partitioned."""
+    expected = case.run(*inputs)
+    results = [case.run(*(_local(x, s, c) for x, s in zip(inputs, specs))) for c in COORDS]
+    groups: dict[tuple[int, ...], list[torch.Tensor]] = {}
+    for coords, result in zip(COORDS, results):
+        key = tuple(v for axis, v in coords.items() if axis not in out.partial)
+        groups.setdefault(key, []).append(result)
+    for coords in COORDS:
+        key = tuple(v for axis, v in coords.items() if axis not in out.partial)
+        total = torch.stack(groups[key]).sum(0)
+        piece = _piece(expected, out, coords)
+        if total.shape != piece.shape or not torch.allclose(total, piece):
+            return False
+    return True
+
+
+def _implicit_partial_axes(violations: Sequence[Violation]) -> tuple[str, ...]:
+    return tuple(v.axis for v in violations if v.axis and "to make the pending sum" in v.reason)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.op}{[s for _, s in c.shapes]}")
+def test_propagation_matches_the_denotation(case: Case) -> None:
+    generator = torch.Generator().manual_seed(0)
+    inputs = [torch.randn(shape, generator=generator, dtype=torch.float64) for _, shape in case.shapes]
+    out_ndim = case.run(*inputs).dim()
+    accepted = 0
+    for specs in itertools.product(*(_specs(len(shape)) for _, shape in case.shapes)):
+        operands = [(param, spec, len(shape)) for (param, shape), spec in zip(case.shapes, specs)]
+        out = propagate(case.op, operands, out_ndim, case.args)
+        if not isinstance(out, PartitionSpec):
+            axes = _implicit_partial_axes(out)
+            if not axes or len(axes) != len(out):
+                continue
+            out = propagate(case.op, operands, out_ndim, case.args, out_partial_axes=axes)
+            assert isinstance(out, PartitionSpec), (specs, out)
+        accepted += 1
+        assert _holds(case, specs, out, inputs), f"{case.op} on {specs} claimed {out}"
+    assert accepted > 0
+
+
+def test_the_seed_example_row_parallel_needs_out_partial_axes() -> None:
+    operands = [("input", PartitionSpec("dp", "tp"), 2), ("weight", PartitionSpec(None, "tp"), 2)]
+    rejected = propagate("torch.nn.functional.linear", operands, 2)
+    assert not isinstance(rejected, PartitionSpec)
+    assert [v.code for v in rejected] == [Code.GLOBAL]
+    assert 'spmd_types.linear(..., out_partial_axes="tp")' in rejected[0].reason
+    explicit = propagate("torch.nn.functional.linear", operands, 2, out_partial_axes=("tp",))
+    assert explicit == PartitionSpec("dp", None, partial="tp")
+
+
+def test_einsum_rejects_an_operand_that_holds_the_cut_label_whole() -> None:
+    operands = [("args", PartitionSpec("tp", None), 2), ("args", PartitionSpec(None, None), 2)]
+    rejected = propagate("torch.einsum", operands, 2, {"equation": "ij,ij->ij"})
+    assert not isinstance(rejected, PartitionSpec)
+    assert "holds whole" in rejected[0].reason
+
+
+def test_spec_type_is_one_local_type_per_axis() -> None:
+    assert spec_type(PartitionSpec("dp", None, ("tp", "cp")), ["ep"]) == parse("dp:S(0), tp:S(2), cp:S(2), ep:R")
+    assert spec_type(PartitionSpec(None, partial="tp")) == parse("tp:P")
+
+
+def test_casts_and_annotations_in_global_mode() -> None:
+    assert global_cast_violation("all_gather", "tp", Shard(0), R) is None
+    assert global_cast_violation("all_reduce", "tp", P, R) is None
+    assert global_cast_violation("convert", "tp", R, Shard(1)) is None
+    assert global_cast_violation("reinterpret", "tp", R, I) is None
+    assert global_cast_violation("all_gather", "tp", V, R) is not None
+    assert global_cast_violation("reinterpret", "tp", V, P) is not None
+    assert global_cast_violation("reinterpret", "tp", R, P) is not None
+    assert global_annotation_violation(parse("dp:S(0), tp:R")) is None
+    violation = global_annotation_violation(parse("dp:S(0), tp:V"))
+    assert violation is not None and violation.axis == "tp"
