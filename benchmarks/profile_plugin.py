@@ -3,11 +3,14 @@
     python benchmarks/profile_plugin.py                  # model of 800 blocks; about 4 minutes
     python benchmarks/profile_plugin.py --blocks 200 --top 40
     python benchmarks/profile_plugin.py --quick
+    python benchmarks/profile_plugin.py --torch-cached   # only the model's own modules are new
 
 Uses the generated model of ``benchmarks/plugin_cost.py``, its
 configurations (the recommended one, torch's internals skipped, with and without the plugin) and its
 snapshot of the code (the working tree, or ``--commit``).  Every
-timed mypy run is cold (empty cache) and runs in a child process as
+timed mypy run is cold (empty cache; with ``--torch-cached``, a copy of a cache in
+which the model's imports were checked, as in ``plugin_cost.py``'s "cold, torch
+cached" mode, so that only the model's own modules are analysed) and runs in a child process as
 ``mypy.main.main`` does from the command line, ending with mypy's fast exit
 (``os._exit``, which skips freeing the build's objects; ``mypy.api.run``
 frees them, which takes seconds and would inflate every figure).  Sections:
@@ -17,6 +20,9 @@ frees them, which takes seconds and would inflate every figure).  Sections:
    attribute and annotation).  Prints, per kind, how often it ran and its
    total and per-call time, next to the run's CPU time: the plugin's share of
    a cold run.  The timer's own cost per call is measured and subtracted.
+   Also the time the child spent in Python's garbage collector, which
+   runs whenever enough new objects have been allocated (by mypy or by the
+   plugin) and is counted in whatever code happens to run then.
 2. ``cprofile``: one in-process run under ``cProfile``; prints the functions
    of ``spmd_mypy`` and ``spmd_types`` with the most own time.  mypy itself is
    compiled (mypyc) and invisible to the profiler except as the caller, and
@@ -150,12 +156,24 @@ def child_main(mypy_args: list[str]) -> None:
     """In a fresh process: time the plugin's hooks while mypy runs as its command line does.
 
     Just before mypy's fast exit (``os._exit``), prints one line ``PLUGIN-HOOKS
-    {kind: [calls, seconds]}``.  Never returns.
+    {kind: [calls, seconds]}`` (the kind ``gc`` is the garbage collector's).  Never returns.
     """
+    import gc
+
     from mypy.main import main as mypy_main
 
     timer = HookTimer()
     real_exit = os._exit
+    collecting: list[float] = []
+
+    def collector(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collecting.append(time.perf_counter())
+        elif collecting:
+            timer.seconds["gc"] += time.perf_counter() - collecting.pop()
+            timer.calls["gc"] += 1
+
+    gc.callbacks.append(collector)
 
     def report_then_exit(status: int) -> None:
         data = {kind: [timer.calls[kind], timer.seconds[kind]] for kind in timer.calls}
@@ -174,10 +192,14 @@ def child_main(mypy_args: list[str]) -> None:
 class ChildRun:
     """One cold mypy run in a child: the child's wall and CPU seconds and the hook times it reported."""
 
-    def __init__(self, configs: dict[str, Path], tmp: Path, targets: list[Path], plugin: bool) -> None:
+    def __init__(self, configs: dict[str, Path], tmp: Path, targets: list[Path], plugin: bool,
+                 base: dict[str, Path] | None = None) -> None:
         cache = tmp / "cache-child"
         shutil.rmtree(cache, ignore_errors=True)
-        config = configs["plugin" if plugin else "plain"]
+        name = "plugin" if plugin else "plain"
+        if base is not None:
+            shutil.copytree(base[name], cache)
+        config = configs[name]
         argv = [sys.executable, __file__, "--child", "--",
                 "--config-file", str(config), "--cache-dir", str(cache), *map(str, targets)]
         sample = plugin_cost.run_child(argv)
@@ -188,6 +210,7 @@ class ChildRun:
             raise RuntimeError(f"the child reported no hook times:\n{sample.output[-3000:]}")
         reported = json.loads(lines[-1].split(" ", 1)[1])
         self.wall, self.cpu = sample.wall, sample.cpu
+        self.gc = reported.pop("gc", [0, 0.0])[1]
         self.calls: dict[str, int] = {kind: int(v[0]) for kind, v in reported.items()}
         self.seconds: dict[str, float] = {kind: float(v[1]) for kind, v in reported.items()}
 
@@ -203,15 +226,17 @@ class ChildRun:
 # -- 1. hooks ----------------------------------------------------------------------
 
 
-def section_hooks(configs: dict[str, Path], tmp: Path, targets: list[Path], overhead: float) -> None:
-    plain = ChildRun(configs, tmp, targets, plugin=False)
-    run = ChildRun(configs, tmp, targets, plugin=True)
+def section_hooks(configs: dict[str, Path], tmp: Path, targets: list[Path], overhead: float,
+                  base: dict[str, Path] | None) -> None:
+    plain = ChildRun(configs, tmp, targets, plugin=False, base=base)
+    run = ChildRun(configs, tmp, targets, plugin=True, base=base)
     net = run.net(overhead)
     total = sum(net.values())
     cpu = run.cpu - run.timer_seconds(overhead)
     print(f"\n1. Hook time in one cold run: CPU {cpu:.2f} s (timer's own cost removed) against {plain.cpu:.2f} s "
           f"without the plugin ({cpu / plain.cpu:.2f}x); in the plugin's hooks {total:.2f} s ({total / cpu:.0%}); "
-          f"the timer's own {overhead * 1e6:.2f} us per call subtracted")
+          f"the timer's own {overhead * 1e6:.2f} us per call subtracted; garbage collection {run.gc:.2f} s "
+          f"({plain.gc:.2f} s without the plugin), counted in the hooks where it ran in them")
     print(f"{'kind':42} {'calls':>8} {'total s':>8} {'us/call':>8}")
     for kind in sorted(net, key=lambda k: -net[k]):
         print(f"{kind:42} {run.calls[kind]:8d} {net[kind]:8.3f} {net[kind] / run.calls[kind] * 1e6:8.1f}")
@@ -222,11 +247,13 @@ def section_hooks(configs: dict[str, Path], tmp: Path, targets: list[Path], over
 # -- 2. cProfile -------------------------------------------------------------------
 
 
-def section_cprofile(config: Path, tmp: Path, targets: list[Path], top: int) -> None:
+def section_cprofile(config: Path, tmp: Path, targets: list[Path], top: int, base: Path | None) -> None:
     from mypy import api
 
     cache = tmp / "cache-cprofile"
     shutil.rmtree(cache, ignore_errors=True)
+    if base is not None:
+        shutil.copytree(base, cache)
     profile = cProfile.Profile()
     profile.enable()
     _, err, status = api.run(["--config-file", str(config), "--cache-dir", str(cache), *map(str, targets)])
@@ -302,6 +329,8 @@ def main() -> None:
     parser.add_argument("--sections", nargs="+", default=["hooks", "cprofile", "startup"],
                         choices=["hooks", "cprofile", "startup"])
     parser.add_argument("--quick", action="store_true", help="100 blocks, 3 start-up runs")
+    parser.add_argument("--torch-cached", action="store_true",
+                        help="start each run from a cache of the model's imports (torch, the stubs) instead of none")
     parser.add_argument("--commit", help="measure this commit's code (default: the working tree)")
     args = parser.parse_args()
     if args.quick:
@@ -318,12 +347,18 @@ def main() -> None:
         configs = plugin_cost.write_configs(tmp)
         model = plugin_cost.generate_model(tmp, args.blocks, 25)
         print(f"workload: {model.name}, {model.files} files, {model.lines} lines")
-        ChildRun(configs, tmp, model.targets, plugin=True)  # untimed: page cache, bytecode
+        base = None
+        if args.torch_cached:  # the model with no blocks has the same imports
+            empty = plugin_cost.generate_model(tmp, 0, 25)
+            base = {name: tmp / f"cache-base-{name}" for name in plugin_cost.CONFIGS}
+            for name, cache in base.items():
+                plugin_cost.run_mypy(configs[name], cache, empty.targets)
+        ChildRun(configs, tmp, model.targets, plugin=True, base=base)  # untimed: page cache, bytecode
         overhead = timer_overhead()
         if "hooks" in args.sections:
-            section_hooks(configs, tmp, model.targets, overhead)
+            section_hooks(configs, tmp, model.targets, overhead, base)
         if "cprofile" in args.sections:
-            section_cprofile(configs["plugin"], tmp, model.targets, args.top)
+            section_cprofile(configs["plugin"], tmp, model.targets, args.top, base["plugin"] if base else None)
         if "startup" in args.sections:
             section_startup(configs["plugin"], args.startup_runs)
     finally:

@@ -411,7 +411,7 @@ def fit_declared(
         # The declaration holds for one value of the function's type variable, and the code runs for every
         # value: a fix for this one breaks the others.
         violations = tuple(replace(v, fixes=()) for v in violations)
-    value_name = source(context) if isinstance(context, Expression) else None
+    value_name = source(context) if violations and isinstance(context, Expression) else None
     verdict.report(violations, context, where, operands, value=value_name, speculative=verdict.speculative)
     # A value that fits and that mypy accepts as it is keeps its own type, so that a declared
     # variable re-bound to it is narrowed to it.

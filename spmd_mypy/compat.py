@@ -496,14 +496,25 @@ def _is_no_grad(expr: Expression) -> bool:
 _NESTED: Final = ("defs", "body", "else_body", "finally_body", "handlers", "bodies", "func", "items", "impl")
 
 
-def _nested_statements(node: Node) -> Iterator[Node]:
-    if not isinstance(node, (Statement, Block)):
-        return
-    for name in _NESTED:
+# Which of those attributes each class of node has (none for expressions and simple statements):
+# the walks visit every statement of every checked file, so the question is answered once per class.
+_NESTED_IN: Final[dict[type, tuple[str, ...]]] = {}
+
+
+def _nested_statements(node: Node) -> list[Node]:
+    kind = type(node)
+    names = _NESTED_IN.get(kind)
+    if names is None:
+        holds = issubclass(kind, (Statement, Block))
+        names = _NESTED_IN[kind] = tuple(name for name in _NESTED if holds and hasattr(kind, name))
+    found: list[Node] = []
+    for name in names:
         child = getattr(node, name, None)
-        for item in child if isinstance(child, list) else [child]:
-            if isinstance(item, (Statement, Block)):
-                yield item
+        if isinstance(child, list):
+            found.extend(item for item in child if isinstance(item, (Statement, Block)))
+        elif isinstance(child, (Statement, Block)):
+            found.append(child)
+    return found
 
 
 SizeOfAxis = Callable[[Expression, dict[str, Expression]], str | None]

@@ -29,7 +29,7 @@ import functools
 from dataclasses import dataclass
 from typing import Final
 
-from mypy.nodes import MypyFile
+from mypy.nodes import MypyFile, TypeInfo
 from mypy.plugin import CheckerPluginInterface
 from mypy.types import (
     AnyType,
@@ -182,6 +182,18 @@ class Encoder:
         info = lookup_type_info(self._modules, name)
         if info is None:
             return None
+        if not inferred:
+            return self._build(info, spmd, inferred, kept, rank)
+        # mypy shares a type among the expressions it flows to, never changing it; so can the plugin.
+        key = (info, spmd, self._rebindable, kept, rank)
+        typed = _COMPUTED.get(key)
+        if typed is None:
+            if len(_COMPUTED) >= _COMPUTED_MAX:
+                _COMPUTED.clear()
+            typed = _COMPUTED[key] = self._build(info, spmd, inferred, kept, rank)
+        return typed
+
+    def _build(self, info: TypeInfo, spmd: SpmdType, inferred: bool, kept: bool, rank: int | None) -> Instance:
         items: list[Type] = [
             LiteralType(f"{axis}:{local_type(kind).code}", self._str)
             for axis, kind in spmd.items()
@@ -243,3 +255,10 @@ def _read_instance(instance: Instance) -> SpmdType | None:
 
 # Every read of an SPMD-typed value parses its text; a program has few distinct ones.
 _parse: Final = functools.lru_cache(maxsize=4096)(parse)
+
+# The type of every value the plugin computes, by phantom class, SPMD type, whether variables can be
+# re-typed, whether the value is kept by a declared variable and its rank (see Encoder.tensor): a program computes
+# few distinct ones, at every op.  The phantom class is part of the key, so a daemon that reloads the
+# stubs builds new types.
+_COMPUTED: Final[dict[tuple[TypeInfo, SpmdType, bool, bool, int | None], Instance]] = {}
+_COMPUTED_MAX: Final = 4096

@@ -5,7 +5,10 @@ mypy asks the plugin, for each full name it meets, whether it has a hook for it
 methods of :class:`Router` answer from the name alone, trying the routes in the
 order they are written: ``None`` when the name is not the plugin's (other
 plugins and plain code are untouched), otherwise the handler that checks it,
-such as :func:`spmd_mypy.ops.check_function` for a torch function.
+such as :func:`spmd_mypy.ops.check_function` for a torch function.  What the
+routing tables answer depends on the name alone and is remembered per name;
+what a user callable declares is asked each time (:mod:`spmd_mypy.callables`
+keeps that current).
 
 A handler of a call or an attribute reads the expression, applies the rule
 core and returns a :class:`~spmd_mypy.verdict.Verdict`; :func:`finish` does
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TypeAlias, TypeVar
+from typing import TypeAlias, TypeVar, cast
 
 from mypy.nodes import Context
 from mypy.plugin import (
@@ -94,6 +97,7 @@ HookContext = TypeVar("HookContext")  # what mypy passes a hook
 HookResult = TypeVar("HookResult")  # what the hook gives back
 CallContext = TypeVar("CallContext", FunctionContext, MethodContext)
 SignatureContext = TypeVar("SignatureContext", FunctionSigContext, MethodSigContext)
+RoutedHook = TypeVar("RoutedHook", bound=Callable[..., object])
 
 Handler: TypeAlias = Callable[[Session, HookContext], Verdict]
 """A handler of a call or an attribute: what it found, for :func:`finish` to apply."""
@@ -112,10 +116,24 @@ class Router:
 
     def __init__(self, session: Session) -> None:
         self._session = session
+        # The hooks that the routing tables give a full name, remembered per question and name (mypy asks
+        # at every call site); what the user's declarations give is asked anew each time.
+        self._routed: dict[tuple[str, str], Callable[..., object] | None] = {}
+
+    def _route(self, question: str, fullname: str, decide: Callable[[str], RoutedHook | None]) -> RoutedHook | None:
+        """``decide(fullname)``, remembered: only for decisions that depend on the full name alone."""
+        key = (question, fullname)
+        if key in self._routed:
+            return cast("RoutedHook | None", self._routed[key])
+        hook = self._routed[key] = decide(fullname)
+        return hook
 
     # -- annotations -----------------------------------------------------------------
 
     def type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
+        return self._route("annotation", fullname, self._annotation_hook)
+
+    def _annotation_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
         if fullname not in ANNOTATED and fullname not in SPMD_ALIAS:
             return None
         alias_form = fullname in SPMD_ALIAS
@@ -131,10 +149,10 @@ class Router:
     # -- calls of functions ----------------------------------------------------------
 
     def function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
-        handler = self._function_handler(fullname)
-        return self._calls(handler) if handler is not None else None
+        return self._call_hook("function", fullname, self._function_handler, self._declared_function_handler)
 
     def _function_handler(self, fullname: str) -> Handler[FunctionContext] | None:
+        """The handler the routing tables give function ``fullname``: a function of the name alone."""
         if (call := COLLECTIVES.get(fullname)) is not None:
             return partial(collectives.check_collective, call=call)
         if (function := ops.PARTIAL_OUTPUTS.get(fullname)) is not None:
@@ -163,6 +181,10 @@ class Router:
             return collectives.check_assert_type
         if (public := public_function_name(fullname)) is not None:
             return partial(ops.check_function, name=public)
+        return None
+
+    def _declared_function_handler(self, fullname: str) -> Handler[FunctionContext] | None:
+        """The handler of a user function, by what it declares now (see :mod:`spmd_mypy.callables`)."""
         declared = declared_function(self._session, fullname)
         if declared.signature is not None:
             return partial(boundaries.check_call, callee=fullname.rpartition(".")[2])
@@ -171,20 +193,26 @@ class Router:
         return None
 
     def function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
+        routed = self._route("function signature", fullname, self._routed_function_signature_hook)
+        if routed is not None:
+            return routed
+        if declared_function(self._session, fullname).signature is not None:
+            return self._signatures(boundaries.relax_function)
+        return None
+
+    def _routed_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
         # torch.distributed's functions take tensor lists too (``dist.gather(x, bufs)``).
         if public_function_name(fullname) is not None or fullname.startswith(TORCH_DISTRIBUTED):
             return self._signatures(ops.widen_tensor_lists)
-        if declared_function(self._session, fullname).signature is not None:
-            return self._signatures(boundaries.relax_function)
         return None
 
     # -- calls of methods ------------------------------------------------------------
 
     def method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
-        handler = self._method_handler(fullname)
-        return self._calls(handler) if handler is not None else None
+        return self._call_hook("method", fullname, self._method_handler, self._declared_method_handler)
 
     def _method_handler(self, fullname: str) -> Handler[MethodContext] | None:
+        """The handler the routing tables give method ``fullname``: a function of the name alone."""
         if (equivalent := EQUIVALENTS.get(fullname)) is not None:  # DeepSpeed's _SeqAllToAll.apply
             return partial(ecosystem.check_library_call, equivalent=equivalent)
         owner, method = method_of(fullname)
@@ -200,6 +228,11 @@ class Router:
             return local_map.check_decorated
         if method == "__call__" and (module_op := ops.torch_module_op(owner)) is not None:
             return partial(ops.check_module_call, module=module_op)
+        return None
+
+    def _declared_method_handler(self, fullname: str) -> Handler[MethodContext] | None:
+        """The handler of a user method, by what it declares now (see :mod:`spmd_mypy.callables`)."""
+        owner, method = method_of(fullname)
         declared = declared_method(self._session, owner, method)
         if declared.signature is not None:
             callee = f"{owner.rpartition('.')[2]}.{'forward' if method in ('__call__', 'apply') else method}"
@@ -239,6 +272,20 @@ class Router:
         return None
 
     # -- how each kind of hook runs its handler --------------------------------------
+
+    def _call_hook(
+        self,
+        question: str,
+        fullname: str,
+        routed: Callable[[str], Handler[CallContext] | None],
+        declared: Callable[[str], Handler[CallContext] | None],
+    ) -> Callable[[CallContext], Type] | None:
+        """The hook of a call of ``fullname``: the ``routed`` handler (remembered per name), else ``declared``'s."""
+        hook = self._route(question, fullname, lambda name: self._calls_or_none(routed(name)))
+        return hook if hook is not None else self._calls_or_none(declared(fullname))
+
+    def _calls_or_none(self, handler: Handler[CallContext] | None) -> Callable[[CallContext], Type] | None:
+        return self._calls(handler) if handler is not None else None
 
     def _calls(self, handler: Handler[CallContext]) -> Callable[[CallContext], Type]:
         session = self._session

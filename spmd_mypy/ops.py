@@ -103,10 +103,23 @@ def widen_tensor_lists(session: Session, ctx: FunctionSigContext) -> FunctionLik
     signature = ctx.default_signature
     if not files.uses_spmd(session, ctx.api):
         return signature
+    known = _WIDENED.get(id(signature))
+    if known is not None and known[0] is signature:
+        return known[1]
     widened = [_widen(ctx, t) for t in signature.arg_types]
-    if all(new is old for new, old in zip(widened, signature.arg_types)):
-        return signature
-    return signature.copy_modified(arg_types=widened)
+    result = signature if all(new is old for new, old in zip(widened, signature.arg_types)) else (
+        signature.copy_modified(arg_types=widened))
+    if len(_WIDENED) >= _WIDENED_MAX:
+        _WIDENED.clear()
+    _WIDENED[id(signature)] = (signature, result)
+    return result
+
+
+# Each torch function's signature as widened, by the identity of the signature mypy hands the hook: the
+# same object at every call of a function that is not generic.  The entry keeps its signature, so that
+# the identity is not reused while the entry lasts.
+_WIDENED: Final[dict[int, tuple[FunctionLike, FunctionLike]]] = {}
+_WIDENED_MAX: Final = 4096
 
 
 def _widen(ctx: FunctionSigContext, typ: Type) -> Type:
@@ -159,8 +172,8 @@ def check_builtin_sum(session: Session, ctx: FunctionContext) -> Verdict:
         args[0][0] = literal
     arguments = read_arguments(session, ctx.api, BUILTIN_SUM, names, ctx.arg_types, args)
     if literal is not None:  # the elements are written on another line: no fix here can name them
-        arguments.spelled = [None if operand.param == "iterable" else spelled
-                             for operand, spelled in zip(arguments.operands, arguments.spelled)]
+        arguments.written = [None if operand.param == "iterable" else written
+                             for operand, written in zip(arguments.operands, arguments.written)]
     # mypy tries sum's overloads under an error filter: an SPMD error must not reject one.
     return _apply(session, ctx, ctx.default_return_type, "sum", BUILTIN_SUM, arguments, speculative=True)
 
@@ -218,8 +231,8 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
     numbers = NumberReader(session, ctx.api, ctx.context)
     arguments = read_arguments(session, ctx.api, rule, names, ctx.arg_types, args, (ctx.type, receiver), numbers)
     if isinstance(ctx.context, OperatorAssignmentStmt):  # p += 1: no call around the target p writes back into it
-        arguments.spelled = [None if operand.param == "input" else spelled
-                             for operand, spelled in zip(arguments.operands, arguments.spelled)]
+        arguments.written = [None if operand.param == "input" else written
+                             for operand, written in zip(arguments.operands, arguments.written)]
     default = _untyped_returns_tensor(ctx.default_return_type, name, rule, ctx.type)
     return _apply(session, ctx, default, name, rule, arguments, speculative=operator, numbers=numbers)
 
@@ -334,6 +347,44 @@ def _outcome(rule: OpRule, operands: tuple[Operand, ...], passed: frozenset[str]
     return apply_op(rule, operands, passed, autograd=autograd)
 
 
+def _sharded_outcome(rule: OpRule, name: str, arguments: Arguments, autograd: bool) -> OpOutcome:
+    """:func:`apply_op` on operands among which are shards, whose dims follow op ``name``'s literal arguments.
+
+    Remembered like :func:`_outcome` where those arguments can be a key (a
+    slice cannot before Python 3.12); each value is keyed with its type, so
+    that ``keepdim=True`` and ``keepdim=1`` stay apart.
+    """
+    literals = tuple((param, value, _kinds(value)) for param, value in arguments.literals.items())
+    try:
+        hash(literals)
+    except TypeError:
+        return apply_op(rule, arguments.operands, arguments.passed, autograd=autograd, op=name,
+                        args=arguments.literals)
+    return _sharded(rule, name, tuple(arguments.operands), frozenset(arguments.passed), autograd, literals)
+
+
+@functools.lru_cache(maxsize=8192)
+def _sharded(
+    rule: OpRule,
+    name: str,
+    operands: tuple[Operand, ...],
+    passed: frozenset[str],
+    autograd: bool,
+    literals: tuple[tuple[str, object, object], ...],
+) -> OpOutcome:
+    args = {param: value for param, value, _ in literals}
+    return apply_op(rule, operands, passed, autograd=autograd, op=name, args=args)
+
+
+def _kinds(value: object) -> object:
+    """The type of ``value``, and of each of its parts for a tuple or a slice."""
+    if isinstance(value, tuple):
+        return tuple(_kinds(item) for item in value)
+    if isinstance(value, slice):
+        return (slice, _kinds(value.start), _kinds(value.stop), _kinds(value.step))
+    return type(value)
+
+
 def _is_union(typ: Type) -> bool:
     return isinstance(get_proper_type(typ), UnionType)
 
@@ -383,12 +434,12 @@ def _apply(
         outcome = check_partial_output(function, arguments.operands, axes, arguments.passed, autograd=autograd,
                                        args=arguments.literals)
     elif arguments.sharded:  # the shards' dims follow the op's literal arguments
-        outcome = apply_op(rule, arguments.operands, arguments.passed, autograd=autograd, op=name,
-                           args=arguments.literals)
+        outcome = _sharded_outcome(rule, name, arguments, autograd)
     else:
         outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
     violations = tuple(_on_lengths(v, arguments) for v in outcome.violations)
-    verdict.report(violations, ctx.context, where, arguments.spelled, speculative=speculative)
+    if violations:
+        verdict.report(violations, ctx.context, where, arguments.spelled, speculative=speculative)
     aliased = _cast_input(session, ctx.api, arguments.expressions.get("input")) if rule.inplace else None
     if aliased is not None:
         verdict.report(writes_through(rule, arguments.operands, aliased, autograd=autograd), ctx.context, where,

@@ -81,7 +81,8 @@ class Arguments:
     """The operands of one call, parallel to how to spell each in a message."""
 
     operands: list[Operand] = field(default_factory=list)
-    spelled: list[str | None] = field(default_factory=list)  # None: no spelling that a fix could use
+    # How each operand is written: its expression, spelled only if a report needs it (see ``spelled``).
+    written: list[Expression | str | None] = field(default_factory=list)
     passed: set[str] = field(default_factory=set)
     divergent: list[tuple[Expression, Divergent]] = field(default_factory=list)
     expressions: dict[str, Expression] = field(default_factory=dict)
@@ -89,9 +90,14 @@ class Arguments:
     typed: bool = False  # whether some operand has an SPMD type
     lengths: set[int] = field(default_factory=set)  # the operands that are a shard's length (x.shape[0])
 
-    def add(self, param: str, spmd: SpmdType, spelled: str | None, ndim: int | None = None) -> None:
+    def add(self, param: str, spmd: SpmdType, written: Expression | str | None, ndim: int | None = None) -> None:
         self.operands.append(Operand(param, spmd, ndim))
-        self.spelled.append(spelled)
+        self.written.append(written)
+
+    @property
+    def spelled(self) -> list[str | None]:
+        """The operands as source text; ``None`` where no spelling could be used by a fix."""
+        return [source(w) if isinstance(w, Expression) else w for w in self.written]
 
     @property
     def sharded(self) -> bool:
@@ -147,7 +153,6 @@ def _read_value(
 ) -> None:
     mentioned = rule.params
     proper = get_proper_type(typ)
-    spelled = source(expr) if expr is not None else None
     if isinstance(proper, NoneType):
         return
     if _is_tensor_like(proper):
@@ -159,7 +164,7 @@ def _read_value(
                 out.divergent.append((expr, found))
             found = UNKNOWN
         out.typed = out.typed or found is not None
-        out.add(param, found if found is not None else UNKNOWN, spelled, ndim=Encoder.rank(proper))
+        out.add(param, found if found is not None else UNKNOWN, expr, ndim=Encoder.rank(proper))
         return
     elements = _elements(api, proper, expr)
     if elements is not None:
@@ -178,14 +183,14 @@ def _read_value(
             out.typed = True
             if numbers is not None and numbers.involves_length(value):
                 out.lengths.add(len(out.operands))
-            out.add(param, spmd, source(value), ndim=0)
+            out.add(param, spmd, value, ndim=0)
     infinity = _infinity(expr)
     if param in mentioned and number and not (infinity is not None and absorbed(rule, param, infinity)):
         if not dependent:
             # Any may be a tensor of any type: what it makes is unknown, never a known type.
             constant = UNKNOWN if isinstance(proper, AnyType) else SpmdType(
                 default=ZERO if _is_zero(proper, expr) else WEAK)
-            out.add(param, constant, spelled, ndim=0)
+            out.add(param, constant, expr, ndim=0)
         return
     out.passed.add(param)
     literal = literal_value(expr) if expr is not None else NOT_KNOWN

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import math
 from dataclasses import dataclass
 from typing import Final
@@ -139,9 +140,9 @@ class OpRule:
             return "linear"
         return "multilinear" if len(self.terms) == 1 else "linear + multilinear"
 
-    @property
+    @functools.cached_property
     def params(self) -> tuple[str, ...]:
-        """Every argument name the rule mentions."""
+        """Every argument name the rule mentions (read at every checked call: worked out once per rule)."""
         names = [name for term in self.terms for name in term]
         names += [*self.nonlinear, *self.selectors, *self.ignored, *self.nonlinear_if, *self.updates]
         return tuple(dict.fromkeys(names))
