@@ -60,12 +60,17 @@ The communication, and Megatron's name for it:
 call of the layer by the overload its literal picks.  The implementation is
 checked against the union of the overloads' results.
 
+The embedding keeps Megatron's one-rank shortcut: with one rank on ``tp``
+it looks the ids up unmasked (``R`` where the masked ids are ``V``), and the
+two branches meet as ``V`` because a branch that runs only with one rank
+does not constrain the type on that axis (docs/adopting.md, "Axes of size
+one").
+
 Left out: ``skip_bias_add`` (the layers return the output alone, not
 Megatron's ``(output, bias)`` pair), ``explicit_expert_comm``
-(the expert layers' own communication), weights passed to ``forward``,
-the fused kernels' buffers and deferred weight gradients, and the
-embedding's ``tp == 1`` shortcut (it skips the masking, which is also
-correct with one rank).
+(the expert layers' own communication; its contract is checked in
+``tests/plugin/cases/flag_contracts.py``), weights passed to ``forward``,
+and the fused kernels' buffers and deferred weight gradients.
 
 ``MegatronStack`` starts from token ids with both embedding configurations,
 chains all seven linear configurations and ends in a GPT output layer
@@ -217,11 +222,15 @@ class VocabParallelEmbedding(nn.Module, Generic[EmbOut]):
         first = torch.arange(axis_size("tp")) * self.num_embeddings_per_partition
         vocab_start_index = convert(first, "tp", src=R, dst=V)  # Megatron's vocab_range_from_global_vocab_size
         vocab_end_index = vocab_start_index + self.num_embeddings_per_partition
-        input_mask = (input_ < vocab_start_index) | (input_ >= vocab_end_index)
-        masked_input = input_.clone() - vocab_start_index
-        masked_input[input_mask] = 0
+        if axis_size("tp") > 1:
+            input_mask = (input_ < vocab_start_index) | (input_ >= vocab_end_index)
+            masked_input = input_.clone() - vocab_start_index
+            masked_input[input_mask] = 0
+        else:
+            masked_input = input_  # one rank owns every id (R, taken as the other branch's V: one rank)
         output_parallel = F.embedding(masked_input, self.weight)
-        output_parallel[input_mask, :] = 0.0
+        if axis_size("tp") > 1:
+            output_parallel[input_mask, :] = 0.0  # pyright: ignore[reportPossiblyUnboundVariable]  # set when tp > 1
         # Each id is found on exactly one rank, so the ranks' lookups sum to the embedding.
         return reinterpret(output_parallel, "tp", src=V, dst=P)
 

@@ -55,6 +55,7 @@ from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import AXIS_GROUP, SPMD_TENSORS, SPMD_TYPED
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.size_one import settle
 from spmd_mypy.source import source
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
@@ -174,7 +175,7 @@ def check_call(session: Session, ctx: FunctionContext | MethodContext, callee: s
     else:
         session.relaxed.pop(ctx.context, None)
     if isinstance(declared, CallableType):
-        _check_arguments(verdict, declared, ctx, callee, speculative=overloaded)
+        _check_arguments(session, verdict, declared, ctx, callee, speculative=overloaded)
     return verdict
 
 
@@ -295,7 +296,7 @@ def _as_computed(session: Session, api: CheckerPluginInterface, typ: Type) -> Ty
 
 
 def _check_arguments(
-    verdict: Verdict, declared: CallableType, ctx: FunctionContext | MethodContext, callee: str,
+    session: Session, verdict: Verdict, declared: CallableType, ctx: FunctionContext | MethodContext, callee: str,
     *, speculative: bool = False,
 ) -> None:
     """Report each argument whose SPMD type does not fit its declared parameter."""
@@ -304,7 +305,7 @@ def _check_arguments(
             continue
         for actual, expr in zip(actual_types, exprs):
             where = argument_site(name, callee)
-            violations = _compare(verdict, actual, formal, expr)
+            violations = _compare(session, ctx.api, verdict, actual, formal, expr)
             verdict.report(violations, expr, where, value=source(expr), speculative=speculative)
 
 
@@ -313,7 +314,8 @@ def _is_restricted(formal: Type) -> bool:
     return isinstance(proper, TypeVarType) and _restricted_to(proper) is not None
 
 
-def _compare(verdict: Verdict, actual: Type, formal: Type, expr: Expression) -> list[Violation]:
+def _compare(session: Session, api: CheckerPluginInterface, verdict: Verdict, actual: Type, formal: Type,
+             expr: Expression) -> list[Violation]:
     want, have = get_proper_type(formal), get_proper_type(actual)
     if isinstance(want, TypeVarType) and _restricted_to(want) is not None:
         value = Encoder.read(have)
@@ -325,17 +327,21 @@ def _compare(verdict: Verdict, actual: Type, formal: Type, expr: Expression) -> 
     if isinstance(declared, SpmdType):
         value = Encoder.read(have)
         if isinstance(value, Divergent):
+            value = settle(session, api, expr, value)
+        if isinstance(value, Divergent):
             report_divergent(verdict, expr, value)
             return []
         return list(check_fits(value, declared)) if value is not None else []
     if isinstance(want, UnionType):  # Optional[...]: compare with the one SPMD member
         members = [t for t in want.items if has_spmd(t)]
         if len(members) == 1:
-            return _compare(verdict, actual, members[0], expr)
+            return _compare(session, api, verdict, actual, members[0], expr)
     if isinstance(want, Instance) and isinstance(have, Instance) and want.type == have.type:
-        return [_in_elements(v) for a, f in zip(have.args, want.args) for v in _compare(verdict, a, f, expr)]
+        return [_in_elements(v) for a, f in zip(have.args, want.args)
+                for v in _compare(session, api, verdict, a, f, expr)]
     if isinstance(want, TupleType) and isinstance(have, TupleType) and len(want.items) == len(have.items):
-        return [_in_elements(v) for a, f in zip(have.items, want.items) for v in _compare(verdict, a, f, expr)]
+        return [_in_elements(v) for a, f in zip(have.items, want.items)
+                for v in _compare(session, api, verdict, a, f, expr)]
     return []
 
 

@@ -36,6 +36,7 @@ from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import LOCAL_TYPE_MARKERS, SHARD_MARKERS, STR, spmd_function
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.size_one import settle
 from spmd_mypy.source import source
 from spmd_mypy.values import contains_tensor
 from spmd_mypy.verdict import Producer, Verdict
@@ -122,6 +123,8 @@ def apply_call(
     axes = (axis,) if isinstance(axis, str) else axis
     x_expr, x_type = x
     found = Encoder.read(x_type)
+    if isinstance(found, Divergent):
+        found = settle(session, ctx.api, x_expr, found)
     have = found if isinstance(found, SpmdType) else UNKNOWN
     result, violations = check_call_on_axes(call, axes, have, src, dst, reduction)
     violations = _replacing(tuple(violations), call, written)

@@ -80,6 +80,7 @@ __all__ = [
     "analyze_base",
     "analyzed_file",
     "analyzed_module",
+    "assigned_in_checked_function",
     "attribute_assignments",
     "bind_method",
     "buffers_written_in_place",
@@ -355,6 +356,24 @@ def _is_shape(expr: Expression) -> bool:
     return isinstance(expr, MemberExpr) and expr.name == "shape"
 
 
+def assigned_in_checked_function(api: CheckerPluginInterface, name: str) -> list[Expression]:
+    """Every value ``name = value`` assigns in the function being checked (not in functions inside it).
+
+    Read from the copy of the function that mypy is checking (it checks a
+    function once per value of its restricted type variables, each time on a
+    new copy, and a plain function on itself): the type map has types for its
+    values only.
+    """
+    function = _checked_function(api)
+    if not isinstance(function, FuncItem):
+        return []
+    if function.expanded:  # the copy being checked is the last one made
+        function = function.expanded[-1]
+    return [node.rvalue for node in _scope_statements(function.body.body)
+            if isinstance(node, AssignmentStmt) and len(node.lvalues) == 1
+            and isinstance(node.lvalues[0], NameExpr) and node.lvalues[0].name == name]
+
+
 def _function_bodies(tree: MypyFile) -> Iterator[tuple[int, int, list[Statement]]]:
     """The module's top level and every function body, with the lines each spans."""
     yield 0, 1 << 30, tree.defs
@@ -559,6 +578,13 @@ def _guarded_branches(node: IfStmt, values: dict[str, Expression], axis_of: Size
 _FLIPPED: Final = {"<": ">", ">": "<", "<=": ">=", ">=": "<="}
 
 
+def _checked_function(api: CheckerPluginInterface) -> object:
+    """The innermost function mypy is checking (a ``FuncItem``), if any."""
+    scope = api.scope if isinstance(api, TypeChecker) else None
+    innermost = getattr(scope, "current_function", None) or getattr(scope, "top_function", None)  # mypy < 2.2
+    return innermost() if innermost is not None else None
+
+
 def checks_a_value_of_a_type_variable(api: CheckerPluginInterface) -> bool:
     """Whether the method being checked is one of mypy's copies for a value of its class's type variable.
 
@@ -568,9 +594,7 @@ def checks_a_value_of_a_type_variable(api: CheckerPluginInterface) -> bool:
     value only.  (A function's own restricted type variables are expanded the
     same way, but a copy cannot be told from the original then.)
     """
-    scope = api.scope if isinstance(api, TypeChecker) else None
-    innermost = getattr(scope, "current_function", None) or getattr(scope, "top_function", None)  # mypy < 2.2
-    function = innermost() if innermost is not None else None
+    function = _checked_function(api)
     if not isinstance(function, FuncItem) or function.info is FUNC_NO_INFO:
         return False
     return any(isinstance(v, TypeVarType) and bool(v.values) for v in function.info.defn.type_vars)

@@ -42,6 +42,7 @@ from spmd_mypy.fullnames import LIST, TYPING_SEQUENCE, public_module_name, spmd_
 from spmd_mypy.numbers import NumberReader
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
+from spmd_mypy.size_one import settle
 from spmd_mypy.source import source
 from spmd_mypy.values import Arguments, contains_tensor, read_arguments
 from spmd_mypy.verdict import Verdict
@@ -140,7 +141,7 @@ def check_function(session: Session, ctx: FunctionContext, name: str) -> Verdict
         return Verdict()
     rule = lookup(name)
     numbers = NumberReader(session, ctx.api, ctx.context)
-    arguments = read_arguments(ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args, numbers=numbers)
+    arguments = read_arguments(session, ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args, numbers=numbers)
     first_tensor = next((t for types in ctx.arg_types for t in types if plain_tensor(t) is not None), None)
     default = ctx.default_return_type
     if first_tensor is not None:
@@ -169,7 +170,7 @@ def check_builtin_sum(session: Session, ctx: FunctionContext) -> Verdict:
     literal = _container_summed(session, ctx, args[0][0]) if args and args[0] else None
     if literal is not None:
         args[0][0] = literal
-    arguments = read_arguments(ctx.api, BUILTIN_SUM, names, ctx.arg_types, args)
+    arguments = read_arguments(session, ctx.api, BUILTIN_SUM, names, ctx.arg_types, args)
     if literal is not None:  # the elements are written on another line: no fix here can name them
         arguments.written = [None if operand.param == "iterable" else written
                              for operand, written in zip(arguments.operands, arguments.written)]
@@ -218,6 +219,8 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
         whole = expression_type(ctx.api, operand)
         divergent = Encoder.read(whole) if whole is not None else None
         if isinstance(divergent, Divergent):
+            divergent = settle(session, ctx.api, operand, divergent)
+        if isinstance(divergent, Divergent):
             verdict = Verdict(result=UNKNOWN)
             report_divergent(verdict, operand, divergent, speculative=operator)
             return verdict
@@ -226,7 +229,7 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
         # mypy passes no parameter names for operators; torch's signatures name them so.
         names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
     numbers = NumberReader(session, ctx.api, ctx.context)
-    arguments = read_arguments(ctx.api, rule, names, ctx.arg_types, args, (ctx.type, receiver), numbers)
+    arguments = read_arguments(session, ctx.api, rule, names, ctx.arg_types, args, (ctx.type, receiver), numbers)
     if isinstance(ctx.context, OperatorAssignmentStmt):  # p += 1: no call around the target p writes back into it
         arguments.written = [None if operand.param == "input" else written
                              for operand, written in zip(arguments.operands, arguments.written)]
@@ -263,7 +266,7 @@ def check_partial_output_call(session: Session, ctx: FunctionContext, function: 
         verdict.report([Violation(Code.AXIS, None, problem or "")], ctx.context, function.where)
         return verdict
     rule = lookup(function.op)
-    arguments = read_arguments(ctx.api, rule, names, arg_types, args)
+    arguments = read_arguments(session, ctx.api, rule, names, arg_types, args)
     return _apply(session, ctx, ctx.default_return_type, function.op, rule, arguments, partial=(function, axes))
 
 
@@ -308,7 +311,7 @@ def check_module_call(session: Session, ctx: MethodContext, module: str) -> Verd
         return Verdict()
     op = MODULE_OPS[module]
     rule = lookup(op)
-    arguments = read_arguments(ctx.api, rule, ["input"], [[x_type]], [[x_expr]])
+    arguments = read_arguments(session, ctx.api, rule, ["input"], [[x_type]], [[x_expr]])
     called = spell(ctx.context.callee) if isinstance(ctx.context, CallExpr) else "module"
     for parameter in MODULE_PARAMETERS.get(module, ()):
         arguments.add(parameter, UNKNOWN, f"{called}.{parameter}")

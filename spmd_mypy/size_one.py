@@ -7,6 +7,11 @@ the guards and applies it.  A guard is ``if SIZE == 1:`` (its body) or
 (``get_tensor_model_parallel_world_size()``), ``group.size()`` of a group
 typed with its axis, or a name the function assigns once from one of these.
 
+Where a guarded branch assigns a variable that another branch also
+assigns, its type does not constrain the joined type on that axis
+(:func:`settle`): Megatron's embedding masks its ids only with more than one
+rank, and the ``V`` and ``R`` branches meet as ``V``.
+
 Inside a guarded branch, the plugin's own violations on that axis are not
 reported (:func:`remaining`), and neither are mypy's own type errors between
 two SPMD types that differ only on that axis (``return input_`` of a ``V``
@@ -24,14 +29,20 @@ from mypy.nodes import CallExpr, Expression, MemberExpr, NameExpr, RefExpr, StrE
 from mypy.plugin import CheckerPluginInterface, FunctionContext, MethodContext
 
 from spmd_mypy import files
-from spmd_mypy.compat import filter_errors, final_str_value, has_error_filter
-from spmd_mypy.encoding import Encoder
+from spmd_mypy.compat import (
+    assigned_in_checked_function,
+    expression_type,
+    filter_errors,
+    final_str_value,
+    has_error_filter,
+)
+from spmd_mypy.encoding import Divergent, Encoder
 from spmd_mypy.fullnames import AXIS_SIZE
 from spmd_mypy.session import Session
 from spmd_mypy.verdict import Report, Verdict
-from spmd_types.typesystem import SIZE_GETTERS, on_size_one
+from spmd_types.typesystem import SIZE_GETTERS, SpmdType, merge_guarded_paths, on_size_one
 
-__all__ = ["axis_counted", "remaining", "size_getter", "watch"]
+__all__ = ["axis_counted", "remaining", "settle", "size_getter", "watch"]
 
 _COMPARED_BY_MYPY: Final = frozenset({"return-value", "assignment", "arg-type"})
 _QUOTED_TENSOR: Final = re.compile(r'"SpmdTensor\[([^"]*)\]"')
@@ -99,6 +110,31 @@ def remaining(session: Session, api: CheckerPluginInterface, reports: Sequence[R
         if violations:
             kept.append(report if violations == report.violations else replace(report, violations=violations))
     return kept
+
+
+def settle(session: Session, api: CheckerPluginInterface, expr: Expression | None,
+           found: Divergent) -> SpmdType | Divergent:
+    """The type of variable ``expr``, typed by branch ``found``, with its size-one branches set aside.
+
+    Each of ``found``'s types runs with one rank on the axes where every
+    assignment of the variable (in its function) that gives it that type is
+    guarded; a type no assignment gives (a parameter's) is guarded nowhere.
+    What :func:`~spmd_types.typesystem.merge_guarded_paths` cannot merge stays
+    ``found``.
+    """
+    if not isinstance(expr, NameExpr) or not found.types:
+        return found
+    assigned = []
+    for value in assigned_in_checked_function(api, expr.name):
+        typ = expression_type(api, value)
+        read = Encoder.read(typ) if typ is not None else None
+        if isinstance(read, SpmdType):
+            assigned.append((read, files.size_one_axes(session, api, value)))
+    paths = []
+    for t in found.types:
+        guards = [axes for read, axes in assigned if read == t]
+        paths.append((t, frozenset.intersection(*guards) if guards else frozenset()))
+    return merge_guarded_paths(paths) or found
 
 
 def _entries(text: str) -> frozenset[tuple[str, str]]:

@@ -51,6 +51,8 @@ from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import CONSTANTS, FLOAT, INFINITIES, NUMBERS, SEQUENCES
 from spmd_mypy.numbers import NumberReader
+from spmd_mypy.session import Session
+from spmd_mypy.size_one import settle
 from spmd_mypy.source import source
 from spmd_types.typesystem import (
     NOT_KNOWN,
@@ -104,6 +106,7 @@ class Arguments:
 
 
 def read_arguments(
+    session: Session,
     api: CheckerPluginInterface,
     rule: OpRule,
     formal_names: Sequence[str | None],
@@ -112,13 +115,17 @@ def read_arguments(
     receiver: tuple[Type, Expression | None] | None = None,
     numbers: NumberReader | None = None,
 ) -> Arguments:
-    """Read a call's arguments (and a method's receiver, as ``input``); ``numbers`` reads rank-dependent numbers."""
+    """Read a call's arguments (and a method's receiver, as ``input``); ``numbers`` reads rank-dependent numbers.
+
+    A variable typed by branch is read as one type where its branches that
+    run with one rank set aside (:func:`spmd_mypy.size_one.settle`) merge.
+    """
     out = Arguments()
     if receiver is not None:
         typ, expr = receiver
         if expr is not None:
             out.expressions["input"] = expr
-        _read_value(api, out, "input", typ, expr, rule, numbers)
+        _read_value(session, api, out, "input", typ, expr, rule, numbers)
     for name, types, exprs in zip(formal_names, arg_types, args):
         param = canonical_param(name or "")
         for typ, expr in zip(types, exprs):
@@ -130,11 +137,12 @@ def read_arguments(
                 out.literals["equation"] = expr.value  # einsum(equation, *operands) passes it among the operands
                 continue
             if param != "out":  # the tensor written to, not an operand
-                _read_value(api, out, param, typ, expr, rule, numbers)
+                _read_value(session, api, out, param, typ, expr, rule, numbers)
     return out
 
 
 def _read_value(
+    session: Session,
     api: CheckerPluginInterface,
     out: Arguments,
     param: str,
@@ -150,6 +158,8 @@ def _read_value(
     if _is_tensor_like(proper):
         found = Encoder.read(proper)
         if isinstance(found, Divergent):
+            found = settle(session, api, expr, found)
+        if isinstance(found, Divergent):
             if expr is not None:
                 out.divergent.append((expr, found))
             found = UNKNOWN
@@ -159,7 +169,7 @@ def _read_value(
     elements = _elements(api, proper, expr)
     if elements is not None:
         for element_type, element_expr in elements:
-            _read_value(api, out, param, element_type, element_expr, rule, numbers)
+            _read_value(session, api, out, param, element_type, element_expr, rule, numbers)
         return
     number = _is_number(proper) or isinstance(proper, AnyType)  # t.tolist()[0] is Any
     if isinstance(expr, SliceExpr):

@@ -200,6 +200,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.shard_dims import result_dim as result_dim
     from spmd_types.typesystem.shard_dims import same_dim as same_dim
     from spmd_types.typesystem.size_one import SIZE_GETTERS as SIZE_GETTERS
+    from spmd_types.typesystem.size_one import merge_guarded_paths as merge_guarded_paths
     from spmd_types.typesystem.size_one import on_size_one as on_size_one
     from spmd_types.typesystem.size_one import size_one_when as size_one_when
     from spmd_types.typesystem.spmd_type import UNKNOWN as UNKNOWN
@@ -290,7 +291,7 @@ _DEFINED_IN: dict[str, str] = {
         "shard_dims",
     ),
     **dict.fromkeys(("SpmdType", "UNKNOWN", "parse",), "spmd_type"),
-    **dict.fromkeys(("SIZE_GETTERS", "on_size_one", "size_one_when"), "size_one"),
+    **dict.fromkeys(("SIZE_GETTERS", "merge_guarded_paths", "on_size_one", "size_one_when"), "size_one"),
     **dict.fromkeys(("BIASED_PRODUCTS", "SUM_OPS", "summed_replicated_term", "sums_over_axis",), "summation"),
     **dict.fromkeys(("Fix", "Message", "RETURN_VALUE", "Violation", "argument_site",), "violations"),
 }

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from spmd_types.typesystem import I, R, SpmdType, V, check_fits, check_fits_one_of, on_size_one, parse, size_one_when
+from spmd_types.typesystem import (
+    I,
+    R,
+    SpmdType,
+    V,
+    check_fits,
+    check_fits_one_of,
+    merge_guarded_paths,
+    on_size_one,
+    parse,
+    size_one_when,
+)
 
 
 @pytest.mark.parametrize(
@@ -20,6 +31,16 @@ def test_only_the_tested_axis_is_forgiven() -> None:
     violations = check_fits(parse("dp:V, tp:V"), parse("dp:R, tp:R"))
     assert {v.axis for v in on_size_one(violations, frozenset({"tp"}))} == {"dp"}
     assert on_size_one(violations, frozenset({"dp", "tp"})) == ()
+
+
+def test_a_branch_run_with_one_rank_takes_the_other_branch_type_on_that_axis() -> None:
+    one = frozenset({"tp"})
+    assert merge_guarded_paths([(parse("tp:V"), frozenset()), (parse("tp:R"), one)]) == parse("tp:V")
+    assert merge_guarded_paths([(parse("tp:R"), one), (parse("tp:I"), frozenset())]) == parse("tp:I")
+    # Only that axis: dp still has to agree.
+    assert merge_guarded_paths([(parse("dp:R, tp:V"), frozenset()), (parse("dp:V, tp:R"), one)]) is None
+    # Without a guard the branches disagree, as merge_paths says.
+    assert merge_guarded_paths([(parse("tp:V"), frozenset()), (parse("tp:R"), frozenset())]) is None
 
 
 def test_a_restricted_variable_takes_any_listed_type_and_other_axes_pass() -> None:

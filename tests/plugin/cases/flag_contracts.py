@@ -235,6 +235,67 @@ def stages(ids: Annotated[Tensor, R["tp"]], h: Annotated[Tensor, I["tp"]]) -> No
     later(h)  # OK
     first(h)  # E: [spmd-boundary] argument "tokens" of "Stage.forward" on axis 'tp': expected R, got I
 
+# -- Megatron's explicit_expert_comm (the MoE experts' RowParallelLinear): the output is left un-reduced,
+# summands on tp, for the token dispatcher to reduce; Megatron requires skip_bias_add with it, which returns
+# the bias for the caller to add instead of adding it.
+
+Summands = Spmd[Tensor, Literal["tp:P"]]
+ExpertOut = TypeVar("ExpertOut", Whole, Summands)  # explicit_expert_comm False / True
+
+
+class ExpertRowParallelLinear(nn.Module, Generic[ExpertOut]):
+    bias: Annotated[nn.Parameter, I["tp"]]
+
+    @overload
+    def __init__(self: "ExpertRowParallelLinear[Whole]", local_in: int, dim: int, *,
+                 explicit_expert_comm: Literal[False] = ..., skip_bias_add: bool = ...) -> None: ...
+    @overload
+    def __init__(self: "ExpertRowParallelLinear[Summands]", local_in: int, dim: int, *,
+                 explicit_expert_comm: Literal[True], skip_bias_add: Literal[True]) -> None: ...
+    def __init__(self, local_in: int, dim: int, *, explicit_expert_comm: bool = False,
+                 skip_bias_add: bool = False) -> None:
+        super().__init__()
+        self.explicit_expert_comm = explicit_expert_comm
+        self.skip_bias_add = skip_bias_add
+        self.weight = nn.Parameter(torch.empty(dim, local_in))
+        self.bias = nn.Parameter(torch.empty(dim))
+
+    def forward(self, input_: Sharded) -> tuple[ExpertOut, Whole | None]:
+        weight: Annotated[Tensor, S["tp", 1]] = self.weight
+        output_parallel = spmd.linear(input_, weight, out_partial_axes="tp")
+        if self.explicit_expert_comm:
+            output_ = output_parallel  # OK: P, reduced by the token dispatcher
+        else:
+            output_ = all_reduce(output_parallel, "tp", src=P, dst=I)  # OK
+        output_bias: Whole | None
+        if not self.skip_bias_add:
+            output = output_ + self.bias  # OK: checked where the output is reduced only
+            output_bias = None
+        else:
+            output = output_
+            output_bias = self.bias
+        return output, output_bias  # OK
+
+
+class ReducingExpert(ExpertRowParallelLinear[Summands]):
+    def forward(self, input_: Sharded) -> tuple[Summands, Whole | None]:
+        weight: Annotated[Tensor, S["tp", 1]] = self.weight
+        output_parallel = spmd.linear(input_, weight, out_partial_axes="tp")
+        return all_reduce(output_parallel, "tp", src=P, dst=I), self.bias  # E@recommended: [spmd-boundary] on axis 'tp': expected P, got I
+
+
+def experts(x: Sharded) -> Whole:
+    dense = ExpertRowParallelLinear(16, 8)
+    expert = ExpertRowParallelLinear(16, 8, explicit_expert_comm=True, skip_bias_add=True)
+    reveal_type(dense(x)[0])  # N@recommended: SpmdTensor[Literal['tp:I']]
+    reveal_type(expert(x)[0])  # N@recommended: SpmdTensor[Literal['tp:P']]
+    return expert(x)[0]  # E@recommended: [return-value] (got "SpmdTensor[Literal['tp:P']]", expected "SpmdTensor[Literal['tp:I']]")
+
+
+def expert_without_skip_bias_add() -> None:
+    ExpertRowParallelLinear(16, 8, explicit_expert_comm=True)  # E: [call-overload]
+
+
 # -- Size-1 axes: on one rank every collective is the identity, and the axis's types coincide.
 
 
@@ -273,6 +334,51 @@ def unguarded(x: Annotated[Tensor, V["tp"]], n: int) -> Annotated[Tensor, R["tp"
     if n == 1:
         return x  # E: [return-value]
     return all_gather(x, "tp", src=V, dst=R)  # OK
+
+
+# Where the branches meet, a branch that runs only with one rank on tp does not constrain the type on tp:
+# Megatron's VocabParallelEmbedding masks the ids only with more than one rank.
+
+
+def masked_lookup(input_: Annotated[Tensor, R["tp"]], weight: Annotated[Tensor, S["tp", 0]],
+                  group: Annotated[ProcessGroup, Axis["tp"]], rows: int) -> Annotated[Tensor, P["tp"]]:
+    vocab_start_index = convert(torch.arange(group.size()) * rows, "tp", src=R, dst=V)
+    if group.size() > 1:
+        input_mask = (input_ < vocab_start_index) | (input_ >= vocab_start_index + rows)
+        masked_input = input_.clone() - vocab_start_index
+        masked_input[input_mask] = 0
+    else:
+        masked_input = input_  # R, taken as V: the same on one rank
+    output_parallel = F.embedding(masked_input, weight)  # OK
+    reveal_type(output_parallel)  # N@recommended: SpmdTensor[Literal['tp:V']]
+    if group.size() > 1:
+        output_parallel[input_mask, :] = 0.0
+    return reinterpret(output_parallel, "tp", src=V, dst=P)  # OK
+
+
+def masked_unless_two(input_: Annotated[Tensor, R["tp"]], start: Annotated[Tensor, V["tp"]],
+                      weight: Annotated[Tensor, S["tp", 0]]) -> None:
+    if axis_size("tp") > 2:  # the else branch may run on two ranks
+        masked_input = input_ - start
+    else:
+        masked_input = input_
+    F.embedding(masked_input, weight)  # E@recommended: [spmd-branch] "masked_input": has SPMD type tp:R or tp:V
+
+
+def masked_unless_flag(input_: Annotated[Tensor, R["tp"]], start: Annotated[Tensor, V["tp"]], masked: bool) -> None:
+    if masked:  # not a test of the axis's size
+        masked_input = input_ - start
+    else:
+        masked_input = input_
+    all_reduce(masked_input, "tp", src=V, dst=I)  # E@recommended: [spmd-branch] "masked_input": has SPMD type tp:R or tp:V
+
+
+def guarded_on_tp_only(x: Annotated[Tensor, R["tp"], V["dp"]], y: Annotated[Tensor, V["tp"], R["dp"]]) -> None:
+    if axis_size("tp") == 1:
+        z = x  # dp still differs from the other branch
+    else:
+        z = y  # E@no-redefinition: [assignment]
+    torch.relu(z)  # E@recommended: [spmd-branch] "z": has SPMD type
 
 
 # -- Polymorphic modules: written once, checked once per listed type, the restriction checked at each use.
