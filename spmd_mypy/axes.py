@@ -1,20 +1,21 @@
-"""The mesh axis an argument names, as collectives, ``axis_index`` and ``out_partial_axes=`` take it.
+"""What an argument names: a mesh axis, as collectives, ``axis_index`` and ``out_partial_axes=`` take it, or a dim.
 
-One argument can name an axis by a string literal, a ``Final`` str, a
+An argument can name an axis by a string literal, a ``Final`` str, a
 device mesh indexed by a name (``mesh["tp"]``: its 1-D sub-mesh), or a process
-group whose type says its axis (``Annotated[ProcessGroup, Axis["tp"]]``).
+group whose type says its axis (``Annotated[ProcessGroup, Axis["tp"]]``). A
+dim is an int literal, possibly negated.
 """
 
 from __future__ import annotations
 
-from mypy.nodes import Expression, IndexExpr, RefExpr, StrExpr
+from mypy.nodes import Expression, IndexExpr, IntExpr, RefExpr, StrExpr, UnaryExpr
 from mypy.types import AnyType, Instance, LiteralType, Type, TypeOfAny, get_proper_type
 
 from spmd_mypy.compat import final_str_value
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import DEVICE_MESH
 
-__all__ = ["axis_name"]
+__all__ = ["axis_name", "int_literal"]
 
 
 def axis_name(arg: tuple[Expression, Type] | None) -> str | None:
@@ -43,3 +44,12 @@ def axis_name(arg: tuple[Expression, Type] | None) -> str | None:
 def _is_device_mesh(typ: Type) -> bool:
     proper = get_proper_type(typ)
     return isinstance(proper, Instance) and proper.type.has_base(DEVICE_MESH)
+
+
+def int_literal(expr: Expression) -> int | None:
+    """An int written as a literal, or a negated literal (``-1``); else ``None``."""
+    if isinstance(expr, IntExpr):
+        return expr.value
+    if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, IntExpr):
+        return -expr.expr.value
+    return None

@@ -19,18 +19,16 @@ from mypy.nodes import (
     CallExpr,
     Expression,
     IndexExpr,
-    IntExpr,
     NameExpr,
     RefExpr,
     StrExpr,
     TupleExpr,
-    UnaryExpr,
 )
 from mypy.plugin import FunctionContext, MethodContext
 from mypy.types import Instance, TupleType, Type, get_proper_type
 
 from spmd_mypy import global_mode, summation
-from spmd_mypy.axes import axis_name
+from spmd_mypy.axes import axis_name, int_literal
 from spmd_mypy.boundaries import report_divergent
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import LOCAL_TYPE_MARKERS, SHARD_MARKERS, STR, spmd_function
@@ -60,7 +58,7 @@ from spmd_types.typesystem import (
 )
 
 __all__ = [
-    "COLLECTIVES", "apply_call", "axis_name", "by_name", "check_assert_type", "check_collective", "int_literal",
+    "COLLECTIVES", "apply_call", "axis_name", "by_name", "check_assert_type", "check_collective",
     "unknown_on",
 ]
 
@@ -260,15 +258,6 @@ def _endpoint(arg: tuple[Expression, Type] | None) -> Endpoint | _Unreadable | N
         if dim is not None:
             return Shard(dim)
     return UNREADABLE
-
-
-def int_literal(expr: Expression) -> int | None:
-    """An int written as a literal, or a negated literal (``-1``); else ``None``."""
-    if isinstance(expr, IntExpr):
-        return expr.value
-    if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, IntExpr):
-        return -expr.expr.value
-    return None
 
 
 def _marker(expr: Expression) -> object:

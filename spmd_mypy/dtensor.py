@@ -38,7 +38,8 @@ from mypy.nodes import (
 )
 from mypy.plugin import FunctionContext, MethodContext
 
-from spmd_mypy.collectives import by_name, int_literal
+from spmd_mypy.axes import int_literal
+from spmd_mypy.collectives import by_name
 from spmd_mypy.compat import final_str_value
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import NONE, PLACEMENT_CLASSES

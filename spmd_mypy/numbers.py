@@ -30,7 +30,6 @@ from mypy.nodes import (
     Context,
     Expression,
     IndexExpr,
-    IntExpr,
     ListExpr,
     MemberExpr,
     NameExpr,
@@ -44,7 +43,7 @@ from mypy.plugin import CheckerPluginInterface
 from mypy.types import AnyType, Type, TypeOfAny, get_proper_type
 
 from spmd_mypy import files
-from spmd_mypy.axes import axis_name
+from spmd_mypy.axes import axis_name, int_literal
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Encoder, is_tensor
 from spmd_mypy.fullnames import AXIS_INDEX, LEN, NUMBERS, RANK_FUNCTIONS
@@ -135,7 +134,7 @@ class NumberReader:
             if tensor is not None and callee.name in _COUNTS:
                 return element_count(tensor)
             if tensor is not None and callee.name == "size" and len(call.args) == 1:
-                return length(tensor, _dim(call.args[0]))
+                return length(tensor, int_literal(call.args[0]))
         name = callee.fullname if isinstance(callee, RefExpr) else None
         if name == AXIS_INDEX:
             axis = axis_name(self._argument(call.args[0])) if call.args else None
@@ -155,7 +154,7 @@ class NumberReader:
     def _index(self, expr: IndexExpr) -> SpmdType | None:
         shape = self._shape_of(expr.base)
         if shape is not None:
-            return length(shape, _dim(expr.index))
+            return length(shape, int_literal(expr.index))
         return self._type(expr.base)  # an element of t.tolist(), or of a list of such numbers
 
     def _shape_of(self, expr: Expression) -> SpmdType | None:
@@ -274,15 +273,6 @@ class NumberReader:
 def _constant(t: SpmdType) -> bool:
     """Whether ``t`` is the same number on every rank: constant on every axis, and by default."""
     return isinstance(t.default, Constant) and all(isinstance(kind, Constant) for _, kind in t.items())
-
-
-def _dim(expr: Expression) -> int | None:
-    """The dim a literal index names (``0``, ``-1``); ``None`` where it is not a literal."""
-    if isinstance(expr, IntExpr):
-        return expr.value
-    if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, IntExpr):
-        return -expr.expr.value
-    return None
 
 
 def _spelled(symbol: str) -> str:

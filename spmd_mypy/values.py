@@ -47,6 +47,7 @@ from mypy.types import (
     get_proper_type,
 )
 
+from spmd_mypy.axes import int_literal
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import CONSTANTS, FLOAT, INFINITIES, NUMBERS, SEQUENCES
@@ -200,10 +201,9 @@ def _read_value(
 
 def literal_value(expr: Expression) -> object:
     """The Python value of a literal argument (ints, ``None``, ``...``, slices, tuples of them); else ``NOT_KNOWN``."""
-    if isinstance(expr, IntExpr):
-        return expr.value
-    if isinstance(expr, UnaryExpr) and expr.op == "-" and isinstance(expr.expr, IntExpr):
-        return -expr.expr.value
+    number = int_literal(expr)
+    if number is not None:
+        return number
     if isinstance(expr, NameExpr) and expr.fullname in CONSTANTS:
         return CONSTANTS[expr.fullname]
     if isinstance(expr, EllipsisExpr):
