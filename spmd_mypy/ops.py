@@ -427,13 +427,14 @@ def _apply(
         verdict.report(problem.violations, problem.at, problem.where, speculative=speculative)
     autograd = not files.without_autograd(session, ctx.api, ctx.context)
     where = display_name(name)
+    sharded = arguments.sharded  # read once: it looks at every operand's every axis
     axes: tuple[str, ...] = ()
     if partial is not None:
         function, axes = partial
         where = function.where
         outcome = check_partial_output(function, arguments.operands, axes, arguments.passed, autograd=autograd,
                                        args=arguments.literals)
-    elif arguments.sharded:  # the shards' dims follow the op's literal arguments
+    elif sharded:  # the shards' dims follow the op's literal arguments
         outcome = _sharded_outcome(rule, name, arguments, autograd)
     else:
         outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
@@ -442,12 +443,14 @@ def _apply(
         verdict.report(violations, ctx.context, where, arguments.spelled, speculative=speculative)
     aliased = _cast_input(session, ctx.api, arguments.expressions.get("input")) if rule.inplace else None
     if aliased is not None:
-        verdict.report(writes_through(rule, arguments.operands, aliased, autograd=autograd), ctx.context, where,
-                       arguments.spelled, speculative=speculative)
-    if arguments.sharded:
+        through = writes_through(rule, arguments.operands, aliased, autograd=autograd)
+        if through:  # the operands are spelled (source text) only for a report
+            verdict.report(through, ctx.context, where, arguments.spelled, speculative=speculative)
+    if sharded:
         outcome = global_mode.check_op(session, ctx.api, ctx.context, name, arguments.operands, outcome.result,
                                        arguments.literals, axes)
-        verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
+        if outcome.violations:
+            verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
     if not returns_tensor:
         return verdict
     result = outcome.result
