@@ -217,7 +217,9 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
         operands.append(args[0][0])
     for operand in operands:
         whole = expression_type(ctx.api, operand)
-        divergent = Encoder.read(whole) if whole is not None else None
+        if whole is None or not _is_union(whole):
+            continue  # only a union reads as divergent: the common operand is not read twice
+        divergent = Encoder.read(whole)
         if isinstance(divergent, Divergent):
             divergent = settle(session, ctx.api, operand, divergent)
         if isinstance(divergent, Divergent):
@@ -438,8 +440,8 @@ def _apply(
         outcome = _sharded_outcome(rule, name, arguments, autograd)
     else:
         outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
-    violations = tuple(_on_lengths(v, arguments) for v in outcome.violations)
-    if violations:
+    if outcome.violations:
+        violations = tuple(_on_lengths(v, arguments) for v in outcome.violations)
         verdict.report(violations, ctx.context, where, arguments.spelled, speculative=speculative)
     aliased = _cast_input(session, ctx.api, arguments.expressions.get("input")) if rule.inplace else None
     if aliased is not None:
