@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, TypeAlias
 
 from mypy.nodes import (
     CallExpr,
@@ -44,7 +44,7 @@ from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.size_one import settle
 from spmd_mypy.source import source
-from spmd_mypy.values import Arguments, contains_tensor, read_arguments
+from spmd_mypy.values import Arguments, arguments_key, contains_tensor, literal_kinds, read_arguments
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
     BUILTIN_SUM,
@@ -140,13 +140,17 @@ def check_function(session: Session, ctx: FunctionContext, name: str) -> Verdict
     if not _involves_spmd(session, ctx):
         return Verdict()
     rule = lookup(name)
-    numbers = NumberReader(session, ctx.api, ctx.context)
-    arguments = read_arguments(session, ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args, numbers=numbers)
     first_tensor = next((t for types in ctx.arg_types for t in types if plain_tensor(t) is not None), None)
     default = ctx.default_return_type
     if first_tensor is not None:
         default = _untyped_returns_tensor(default, name, rule, first_tensor)
-    return _apply(session, ctx, default, name, rule, arguments, numbers=numbers)
+    key = _op_key(session, ctx, name, rule, default, arguments_key(ctx.callee_arg_names, ctx.arg_types, ctx.args))
+    known = _OPS.get(key) if key is not None else None
+    if known is not None:
+        return Verdict(returns=default, result=known[0], fit=known[1])
+    numbers = NumberReader(session, ctx.api, ctx.context)
+    arguments = read_arguments(session, ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args, numbers=numbers)
+    return _remember_op(key, _apply(session, ctx, default, name, rule, arguments, numbers=numbers))
 
 
 def _untyped_returns_tensor(default: Type, name: str, rule: OpRule, like: Type) -> Type:
@@ -230,13 +234,18 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
     if method.startswith("__") and not any(names):
         # mypy passes no parameter names for operators; torch's signatures name them so.
         names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
+    default = _untyped_returns_tensor(ctx.default_return_type, name, rule, ctx.type)
+    key = _op_key(session, ctx, name, rule, default, arguments_key(names, ctx.arg_types, args, (ctx.type, receiver)))
+    known = _OPS.get(key) if key is not None else None
+    if known is not None:
+        return Verdict(returns=default, result=known[0], fit=known[1], speculative=operator)
     numbers = NumberReader(session, ctx.api, ctx.context)
     arguments = read_arguments(session, ctx.api, rule, names, ctx.arg_types, args, (ctx.type, receiver), numbers)
     if isinstance(ctx.context, OperatorAssignmentStmt):  # p += 1: no call around the target p writes back into it
         arguments.written = [None if operand.param == "input" else written
                              for operand, written in zip(arguments.operands, arguments.written)]
-    default = _untyped_returns_tensor(ctx.default_return_type, name, rule, ctx.type)
-    return _apply(session, ctx, default, name, rule, arguments, speculative=operator, numbers=numbers)
+    verdict = _apply(session, ctx, default, name, rule, arguments, speculative=operator, numbers=numbers)
+    return _remember_op(key, verdict)
 
 
 PARTIAL_OUTPUTS: Final = {spmd_function(name): function for name, function in PARTIAL_OUTPUT_FUNCTIONS.items()}
@@ -356,7 +365,7 @@ def _sharded_outcome(rule: OpRule, name: str, arguments: Arguments, autograd: bo
     slice cannot before Python 3.12); each value is keyed with its type, so
     that ``keepdim=True`` and ``keepdim=1`` stay apart.
     """
-    literals = tuple((param, value, _kinds(value)) for param, value in arguments.literals.items())
+    literals = tuple((param, value, literal_kinds(value)) for param, value in arguments.literals.items())
     try:
         hash(literals)
     except TypeError:
@@ -378,13 +387,45 @@ def _sharded(
     return apply_op(rule, operands, passed, autograd=autograd, op=name, args=args)
 
 
-def _kinds(value: object) -> object:
-    """The type of ``value``, and of each of its parts for a tuple or a slice."""
-    if isinstance(value, tuple):
-        return tuple(_kinds(item) for item in value)
-    if isinstance(value, slice):
-        return (slice, _kinds(value.start), _kinds(value.stop), _kinds(value.step))
-    return type(value)
+OpKey: TypeAlias = tuple[object, ...]
+
+_OPS: Final[dict[OpKey, tuple[SpmdType | None, bool]]] = {}
+"""What checking an op found where it reported nothing, by :func:`_op_key`: its result type and whether
+it is fitted to a declaration.  A model applies the same few ops to the same few types, with the same
+literals, at thousands of call sites; a hit skips reading the arguments into operands and the rule."""
+_OPS_MAX: Final = 8192
+
+
+def _op_key(
+    session: Session,
+    ctx: FunctionContext | MethodContext,
+    name: str,
+    rule: OpRule,
+    default: Type,
+    arguments: tuple[object, ...] | None,
+) -> OpKey | None:
+    """Everything that :func:`_apply` decides op ``name`` from, where the arguments have a key (see
+    :func:`~spmd_mypy.values.arguments_key`); ``None`` where the op takes the full check.
+
+    Besides the arguments that is what mypy's result ``default`` is (a tensor or
+    ``Any``), and the facts of the call's place that the rules consult: whether
+    it runs with autograd, and in a ``global_spmd`` function.  Ops that write in
+    place or make constants consult more of their place (what their input
+    aliases, whether the constant is written later) and are never keyed.
+    """
+    if arguments is None or rule.inplace or rule.makes_constants:
+        return None
+    return (name, rule, arguments, contains_tensor(default), _is_any(default),
+            files.without_autograd(session, ctx.api, ctx.context), files.in_global_mode(session, ctx.api, ctx.context))
+
+
+def _remember_op(key: OpKey | None, verdict: Verdict) -> Verdict:
+    """``verdict``, remembered under ``key`` where it reports nothing (a report is made at its own place)."""
+    if key is not None and not verdict.reports:
+        if len(_OPS) >= _OPS_MAX:
+            _OPS.clear()
+        _OPS[key] = (verdict.result, verdict.fit)
+    return verdict
 
 
 def _is_union(typ: Type) -> bool:
