@@ -8,7 +8,8 @@ plugins and plain code are untouched), otherwise the handler that checks it,
 such as :func:`spmd_mypy.ops.check_function` for a torch function.  What the
 routing tables answer depends on the name alone and is remembered per name;
 what a user callable declares is asked each time (:mod:`spmd_mypy.callables`
-keeps that current).
+keeps that current), and the hook built from it is kept while the answer stays
+the same object.
 
 A handler of a call or an attribute reads the expression, applies the rule
 core and returns a :class:`~spmd_mypy.verdict.Verdict`; :func:`finish` does
