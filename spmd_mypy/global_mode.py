@@ -33,8 +33,9 @@ from spmd_types.typesystem import (
     global_annotation_violation,
     global_cast_violation,
 )
+from spmd_types.typesystem import result_rank as core_result_rank
 
-__all__ = ["cast_violations", "check_decorated", "check_op"]
+__all__ = ["cast_violations", "check_decorated", "check_op", "result_rank"]
 
 
 def check_op(
@@ -52,6 +53,24 @@ def check_op(
     if not files.in_global_mode(session, api, where):
         return OpOutcome(result)
     return check_global_op(op, operands, result, args, out_partial_axes)
+
+
+def result_rank(
+    session: Session,
+    api: CheckerPluginInterface,
+    where: Context,
+    op: str,
+    operands: Sequence[Operand],
+    args: Mapping[str, object],
+) -> int | None:
+    """The rank of op ``op``'s result at ``where``, in a global function, where the core can tell it; else ``None``.
+
+    Only operands of known rank (or an einsum equation) make it worth asking
+    whether ``where`` is in a global function: other ops pay one scan of their operands.
+    """
+    if not (any(o.ndim for o in operands) or "equation" in args) or not files.in_global_mode(session, api, where):
+        return None
+    return core_result_rank(op, operands, args)
 
 
 def cast_violations(

@@ -326,7 +326,9 @@ def check_property(session: Session, ctx: AttributeContext, attribute: str) -> V
     if not isinstance(spmd, SpmdType):
         return Verdict()
     name = method_name(attribute)
-    return Verdict(result=apply_op(lookup(name), [Operand("input", spmd)], op=name).result)
+    ranked = [Operand("input", spmd, Encoder.rank(ctx.type))]
+    return Verdict(result=apply_op(lookup(name), [Operand("input", spmd)], op=name).result,
+                   rank=global_mode.result_rank(session, ctx.api, ctx.context, name, ranked, {}))
 
 
 def _involves_spmd(session: Session, ctx: FunctionContext | MethodContext) -> bool:
@@ -460,6 +462,8 @@ def _apply(
         writes = check_fits(result, target, code=Code.INPLACE)
         verdict.report(writes, out, f"{display_name(name)}(out=...)", value=source(out))
     verdict.result, verdict.fit = result, True
+    verdict.rank = global_mode.result_rank(session, ctx.api, ctx.context, name, arguments.operands,
+                                           arguments.literals)
     return verdict
 
 

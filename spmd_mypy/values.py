@@ -283,15 +283,16 @@ def _is_zero(typ: ProperType, expr: Expression | None) -> bool:
     return isinstance(typ, LiteralType) and typ.value == 0
 
 
-def with_result(encoder: Encoder, default: Type, spmd: SpmdType) -> Type:
+def with_result(encoder: Encoder, default: Type, spmd: SpmdType, rank: int | None = None) -> Type:
     """``default`` (an op's declared return type) with every tensor in it typed ``spmd``.
 
-    Ops with several tensor outputs (``split``, ``unbind``) give each the result type.
+    Ops with several tensor outputs (``split``, ``unbind``) give each the
+    result type; ``rank`` is that of a result that is one tensor.
     """
     proper = get_proper_type(default)
     if is_tensor(proper):
         assert isinstance(proper, Instance)
-        return encoder.tensor(spmd, proper, inferred=True) or default
+        return encoder.tensor(spmd, proper, inferred=True, rank=rank) or default
     if isinstance(proper, TupleType):
         return proper.copy_modified(items=[with_result(encoder, t, spmd) for t in proper.items])
     if isinstance(proper, Instance) and proper.type.fullname in SEQUENCES and proper.args:

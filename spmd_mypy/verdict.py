@@ -63,7 +63,8 @@ class Verdict:
     """The outcome of checking one call or attribute.
 
     ``returns`` replaces mypy's result type (``None``: mypy's own), and
-    ``result``, when known, is the SPMD type every tensor in it gets.  With
+    ``result``, when known, is the SPMD type every tensor in it gets (and
+    ``rank``, when known, the rank a single tensor result has).  With
     ``fit`` the typed result is compared with the declaration it flows into,
     where ``speculative`` says whether mypy is only trying the expression and
     ``producer`` names the collective that computed it (its fix is then that
@@ -73,6 +74,7 @@ class Verdict:
     reports: list[Report] = field(default_factory=list)
     returns: Type | None = None
     result: SpmdType | None = None
+    rank: int | None = None
     fit: bool = False
     speculative: bool = False
     producer: Producer | None = None

@@ -91,6 +91,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.global_rules import global_annotation_violation as global_annotation_violation
     from spmd_types.typesystem.global_rules import global_cast_violation as global_cast_violation
     from spmd_types.typesystem.global_rules import propagate as propagate
+    from spmd_types.typesystem.global_rules import result_rank as result_rank
     from spmd_types.typesystem.join import Operand as Operand
     from spmd_types.typesystem.join import OpOutcome as OpOutcome
     from spmd_types.typesystem.join import apply_op as apply_op
@@ -197,6 +198,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.shard_dims import Moved as Moved
     from spmd_types.typesystem.shard_dims import Outcome as Outcome
     from spmd_types.typesystem.shard_dims import counted_like as counted_like
+    from spmd_types.typesystem.shard_dims import layout_rank as layout_rank
     from spmd_types.typesystem.shard_dims import result_dim as result_dim
     from spmd_types.typesystem.shard_dims import same_dim as same_dim
     from spmd_types.typesystem.size_one import SIZE_GETTERS as SIZE_GETTERS
@@ -266,7 +268,7 @@ _DEFINED_IN: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("GLOBAL_VALUE_TYPES", "check_global_op", "einsum_terms", "global_annotation_violation",
-         "global_cast_violation", "propagate"),
+         "global_cast_violation", "propagate", "result_rank"),
         "global_rules",
     ),
     **dict.fromkeys(
@@ -287,7 +289,7 @@ _DEFINED_IN: dict[str, str] = {
     **dict.fromkeys(("Plan", "Step", "plan_redistribute", "plan_via_replicated",), "planner"),
     **dict.fromkeys(
         ("Broken", "LOST", "LayoutCall", "Moved", "NOT_KNOWN", "Outcome", "POINTWISE_OPS", "SHARD_RULES",
-         "counted_like", "result_dim", "same_dim"),
+         "counted_like", "layout_rank", "result_dim", "same_dim"),
         "shard_dims",
     ),
     **dict.fromkeys(("SpmdType", "UNKNOWN", "parse",), "spmd_type"),

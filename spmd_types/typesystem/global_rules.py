@@ -54,7 +54,7 @@ from spmd_types.typesystem.local_types import WEAK, AxisType, I, P, R, Shard, V
 from spmd_types.typesystem.ops import canonical_param, lookup
 from spmd_types.typesystem.partial_outputs import PARTIAL_OUTPUT_FUNCTIONS, check_partial_output
 from spmd_types.typesystem.partition_spec import Factor, PartitionSpec, spec_type
-from spmd_types.typesystem.shard_dims import POINTWISE_OPS, LayoutCall, result_dim
+from spmd_types.typesystem.shard_dims import POINTWISE_OPS, LayoutCall, layout_rank, result_dim
 from spmd_types.typesystem.spmd_type import SpmdType
 from spmd_types.typesystem.violations import Code, Violation
 
@@ -65,6 +65,7 @@ __all__ = [
     "global_annotation_violation",
     "global_cast_violation",
     "propagate",
+    "result_rank",
 ]
 
 GLOBAL_VALUE_TYPES: Final = "R, I, P or S(i)"
@@ -157,6 +158,26 @@ def einsum_terms(op: str, operands: Sequence[Operand], args: Mapping[str, object
         out = string.ascii_lowercase[: max(known, default=0)]
         return [out[len(out) - r:] if r else "" for r in known], out
     return None
+
+
+def result_rank(op: str, operands: Sequence[Operand], args: Mapping[str, object]) -> int | None:
+    """The rank of op ``op``'s result, where the operands' ranks and the literal arguments decide it; else ``None``.
+
+    Contractions, sums and broadcasting ops: the output of their einsum
+    reading (:func:`einsum_terms`); layout ops (transposes, ``unsqueeze``,
+    reductions, ``view`` with literal sizes, indexing with literal basic
+    indices, ...): :func:`~spmd_types.typesystem.shard_dims.layout_rank` on
+    the first operand.  This is how global mode knows the ranks of values
+    computed from spec-declared ones, which its einsum reading of later ops needs.
+    """
+    terms = einsum_terms(op, operands, args)
+    if terms is not None:
+        return len(terms[1])
+    ranks = tuple(o.ndim if o.ndim is not None else len(o.shape) if o.shape is not None else None for o in operands)
+    if not ranks or None in ranks:
+        return None
+    return layout_rank(op, LayoutCall(args, tuple(o.param for o in operands), ranks,
+                                      tuple(o.shape for o in operands)))
 
 
 def _matmul_terms(a: int, b: int) -> tuple[list[str], str] | None:
