@@ -42,7 +42,7 @@ from mypy.types import (
     get_proper_type,
 )
 
-from spmd_mypy import files
+from spmd_mypy import files, global_mode
 from spmd_mypy.compat import (
     bind_method,
     checks_a_value_of_a_type_variable,
@@ -176,6 +176,8 @@ def check_call(session: Session, ctx: FunctionContext | MethodContext, callee: s
         session.relaxed.pop(ctx.context, None)
     if isinstance(declared, CallableType):
         _check_arguments(session, verdict, declared, ctx, callee, speculative=overloaded)
+    entering = global_mode.call_result_violations(session, ctx.api, ctx.context, callee, ctx.default_return_type)
+    verdict.report(entering, ctx.context, f'call of "{callee}"', speculative=overloaded)
     return verdict
 
 

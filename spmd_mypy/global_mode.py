@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 from mypy.nodes import Context
 from mypy.plugin import CheckerPluginInterface, FunctionContext
-from mypy.types import CallableType, get_proper_type
+from mypy.types import CallableType, TupleType, Type, get_proper_type
 
 from spmd_mypy import files
 from spmd_mypy.encoding import Encoder
@@ -29,13 +29,15 @@ from spmd_types.typesystem import (
     OpOutcome,
     SpmdType,
     Violation,
+    V,
     check_global_op,
     global_annotation_violation,
+    global_call_violation,
     global_cast_violation,
 )
 from spmd_types.typesystem import result_rank as core_result_rank
 
-__all__ = ["cast_violations", "check_decorated", "check_op", "result_rank"]
+__all__ = ["call_result_violations", "cast_violations", "check_decorated", "check_op", "result_rank"]
 
 
 def check_op(
@@ -90,6 +92,23 @@ def cast_violations(
         return ()
     found = (global_cast_violation(call, axis, src, dst, have.get(axis)) for axis in axes)
     return tuple(v for v in found if v is not None)
+
+
+def call_result_violations(
+    session: Session, api: CheckerPluginInterface, where: Context, callee: str, returned: Type
+) -> tuple[Violation, ...]:
+    """Why the value a call of declared callable ``callee`` at ``where`` returns cannot enter a global function.
+
+    ``returned`` is the call's declared result (a tensor, or a tuple of them):
+    ``V`` on an axis is reported at the call (:func:`~spmd_types.typesystem.global_call_violation`),
+    where the value enters, when ``where`` is in a global function.
+    """
+    proper = get_proper_type(returned)
+    found = [Encoder.read(item) for item in (proper.items if isinstance(proper, TupleType) else [proper])]
+    varying = [t for t in found if isinstance(t, SpmdType) and any(kind is V for _, kind in t.items())]
+    if not varying or not files.in_global_mode(session, api, where):
+        return ()
+    return tuple(v for t in varying if (v := global_call_violation(callee, t)) is not None)
 
 
 def check_decorated(session: Session, ctx: FunctionContext) -> Verdict:

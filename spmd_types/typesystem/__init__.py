@@ -89,6 +89,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.global_rules import check_global_op as check_global_op
     from spmd_types.typesystem.global_rules import einsum_terms as einsum_terms
     from spmd_types.typesystem.global_rules import global_annotation_violation as global_annotation_violation
+    from spmd_types.typesystem.global_rules import global_call_violation as global_call_violation
     from spmd_types.typesystem.global_rules import global_cast_violation as global_cast_violation
     from spmd_types.typesystem.global_rules import propagate as propagate
     from spmd_types.typesystem.global_rules import result_rank as result_rank
@@ -268,7 +269,7 @@ _DEFINED_IN: dict[str, str] = {
     ),
     **dict.fromkeys(
         ("GLOBAL_VALUE_TYPES", "check_global_op", "einsum_terms", "global_annotation_violation",
-         "global_cast_violation", "propagate", "result_rank"),
+         "global_call_violation", "global_cast_violation", "propagate", "result_rank"),
         "global_rules",
     ),
     **dict.fromkeys(

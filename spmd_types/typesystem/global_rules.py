@@ -63,6 +63,7 @@ __all__ = [
     "check_global_op",
     "einsum_terms",
     "global_annotation_violation",
+    "global_call_violation",
     "global_cast_violation",
     "propagate",
     "result_rank",
@@ -95,6 +96,25 @@ def global_annotation_violation(declared: SpmdType) -> Violation | None:
     reason = (f"V has no meaning in global SPMD (it does not say how the ranks' data assemble into one "
               f"tensor); declare {GLOBAL_VALUE_TYPES} on {axis!r} (S[\"{axis}\", dim] or a PartitionSpec), "
               f"or check this function in local SPMD")
+    return Violation(Code.GLOBAL, axis, reason, ("V",))
+
+
+def global_call_violation(callee: str, returned: SpmdType) -> Violation | None:
+    """Why the value a call of ``callee`` returns cannot enter a global function (``V`` on an axis), or ``None``.
+
+    ``returned`` is the callee's declared return type: a local function may
+    return per-rank data, which has no global meaning; the value must be
+    declared global where the local function hands it over.
+    """
+    varying = [axis for axis, kind in returned.items() if kind is V]
+    if not varying:
+        return None
+    axis = varying[0]
+    reason = (f"it returns V on {axis!r}, per-rank data with no meaning in a global function (V does not say how "
+              f"the ranks' data assemble into one tensor); declare {callee}'s return value {GLOBAL_VALUE_TYPES} on "
+              f"{axis!r}: S[\"{axis}\", dim] where its ranks hold pieces of one tensor, P[\"{axis}\"] where they "
+              f"hold summands (reinterpret(..., \"{axis}\", src=V, dst=P) in it), R[\"{axis}\"] after a collective "
+              f"in it that replicates the value")
     return Violation(Code.GLOBAL, axis, reason, ("V",))
 
 
