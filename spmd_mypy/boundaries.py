@@ -333,7 +333,9 @@ def _compare(session: Session, api: CheckerPluginInterface, verdict: Verdict, ac
         if isinstance(value, Divergent):
             report_divergent(verdict, expr, value)
             return []
-        return list(check_fits(value, declared)) if value is not None else []
+        if value is None:
+            return []
+        return list(check_fits(value, declared) or global_mode.order_violations(session, api, expr, want, have))
     if isinstance(want, UnionType):  # Optional[...]: compare with the one SPMD member
         members = [t for t in want.items if has_spmd(t)]
         if len(members) == 1:
@@ -403,7 +405,7 @@ def fit_declared(
         return expected if is_tensor(result) else result
     if not isinstance(value, SpmdType):
         return result
-    violations = check_fits(value, declared)
+    violations = check_fits(value, declared) or global_mode.order_violations(session, api, context, expected, result)
     operands: tuple[str | None, ...] = ()
     producer = verdict.producer
     if producer is not None:

@@ -44,9 +44,9 @@ from __future__ import annotations
 
 import itertools
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Final
+from typing import Final, TypeAlias
 
 from spmd_types.typesystem.collectives import Endpoint, fix
 from spmd_types.typesystem.join import Operand, OpOutcome, apply_op
@@ -60,13 +60,17 @@ from spmd_types.typesystem.violations import Code, Violation
 
 __all__ = [
     "GLOBAL_VALUE_TYPES",
+    "EntryOrders",
     "check_global_op",
     "einsum_terms",
     "global_annotation_violation",
     "global_call_violation",
     "global_cast_violation",
+    "order_violation",
     "propagate",
+    "result_orders",
     "result_rank",
+    "spec_orders",
 ]
 
 GLOBAL_VALUE_TYPES: Final = "R, I, P or S(i)"
@@ -80,6 +84,9 @@ _PARTIAL_FUNCTION: Final = {
     **dict.fromkeys(("torch.sum", "torch.Tensor.sum"), "sum"),
 }
 """Ops whose sum over a sharded dim ``spmd_types.<function>(..., out_partial_axes=...)`` declares pending."""
+
+EntryOrders: TypeAlias = tuple[tuple[str, ...], ...]
+"""The axes of each entry of two or more axes, in the entry's order (major first): what per-axis types forget."""
 
 _RANKS_TRIED: Final = 4
 """Ranks tried for an operand whose rank is not known, where a rule depends on it."""
@@ -445,8 +452,69 @@ def _label_orders(
                 cuts.setdefault(label, set()).add(spec.factors(dim))
     for label, orders in cuts.items():
         if len(orders) > 1:
-            shown = " and ".join(sorted(map(str, orders)))
-            reason = (f"the operands cut dim {label!r} over the same axes in different orders ({shown}), so the "
-                      f"ranks' pieces do not meet; redistribute_spec one of them to the other's order")
-            return Violation(Code.GLOBAL, None, reason)
+            return _different_orders(f"dim {label!r}", orders)
+    return None
+
+
+def _different_orders(what: str, orders: Iterable[tuple[Factor, ...]]) -> Violation:
+    """Operands that cut ``what`` with the same axes in different orders."""
+    shown = " and ".join(sorted(map(str, orders)))
+    reason = (f"the operands cut {what} over the same axes in different orders ({shown}), so the ranks' pieces "
+              f"do not meet; redistribute_spec one of them to the other's order")
+    return Violation(Code.GLOBAL, None, reason)
+
+
+def spec_orders(spec: PartitionSpec) -> EntryOrders:
+    """The axes of each of ``spec``'s entries that has two or more, in order (``(("tp", "dp"),)`` for
+    ``PartitionSpec(("tp", "dp"), None)``)."""
+    found = (tuple(f for f in spec.factors(dim) if isinstance(f, str)) for dim in range(len(spec)))
+    return tuple(axes for axes in found if len(axes) > 1)
+
+
+def result_orders(operands: Sequence[EntryOrders], result: SpmdType) -> EntryOrders | Violation:
+    """The entry orders of an op's result from its operands' (``operands``), given the result's per-axis types.
+
+    An op moves a dim whole, so an entry keeps its order wherever its axes
+    still cut one dim of the result (every one ``S`` of the same dim); it is
+    forgotten where they do not.  Operands whose entries order the same axes
+    differently meet only where one dim is cut by both (any other meeting is
+    a violation of the per-axis rules), and there the ranks' pieces are
+    different parts of it: a violation.
+    """
+    kept: dict[frozenset[str], tuple[str, ...]] = {}
+    for orders in operands:
+        for axes in orders:
+            for other in kept.values():
+                common = [axis for axis in axes if axis in other]
+                if len(common) > 1 and common != [axis for axis in other if axis in axes]:
+                    return _different_orders("a dim", (axes, other))
+            kept.setdefault(frozenset(axes), axes)
+    return tuple(axes for axes in kept.values() if _cut_together(result, axes))
+
+
+def _cut_together(result: SpmdType, axes: tuple[str, ...]) -> bool:
+    kinds = {result.get(axis) for axis in axes}
+    return len(kinds) == 1 and isinstance(next(iter(kinds)), Shard)
+
+
+def order_violation(declared: EntryOrders, have: EntryOrders, src: bool = False) -> Violation | None:
+    """Why a value whose entries are ordered ``have`` does not fit a declaration ordered ``declared``, or ``None``.
+
+    The per-axis types of ``("dp", "tp")`` and ``("tp", "dp")`` agree, but each
+    rank holds a different piece of the dim: the value must be moved
+    (``redistribute_spec``, one ppermute) or the declaration must say its order.
+    With ``src``, the declaration is the ``src`` spec of a ``redistribute_spec``,
+    which must say how the value is laid out.
+    """
+    for want in declared:
+        for axes in have:
+            common = [axis for axis in axes if axis in want]
+            if len(common) > 1 and common != [axis for axis in want if axis in axes]:
+                fix = ("write src with the order the value has: the planner moves the pieces from there" if src
+                       else "redistribute_spec the value to the declared order (a ppermute), or declare the order "
+                            "it has")
+                reason = (f"the value's dim is cut over {axes} in this order, and "
+                          f"{'src' if src else 'the declaration'} says {want}: the same per-axis types, but each "
+                          f"rank holds a different piece of the dim; {fix}")
+                return Violation(Code.GLOBAL, common[0], reason, (str(axes), str(want)))
     return None
