@@ -330,7 +330,8 @@ def check_property(session: Session, ctx: AttributeContext, attribute: str) -> V
     rank, orders, _ = global_mode.result_layout(session, ctx.api, ctx.context, name,
                                                 [Operand("input", spmd, Encoder.rank(ctx.type))],
                                                 [Encoder.orders(ctx.type)], {}, result)
-    return Verdict(result=result, rank=rank, orders=orders)
+    # Where it carries entry orders (in a global function), the result is fitted to where it goes, as an op's is.
+    return Verdict(result=result, rank=rank, orders=orders, fit=bool(orders))
 
 
 def _involves_spmd(session: Session, ctx: FunctionContext | MethodContext) -> bool:

@@ -72,3 +72,15 @@ def local_functions_keep_per_axis_types(
     x: Annotated[Tensor, PartitionSpec(("dp", "tp"), None)]
 ) -> Annotated[Tensor, PartitionSpec(("tp", "dp"), None)]:
     return x  # OK: local SPMD compares per-axis types
+
+
+@global_spmd
+def transposed_into_another_order(
+    x: Annotated[Tensor, PartitionSpec(None, ("dp", "tp"))]
+) -> Annotated[Tensor, PartitionSpec(("tp", "dp"), None)]:
+    return x.T  # E: [spmd-global] the value's dim is cut over ('dp', 'tp') in this order
+
+
+@global_spmd
+def assigned_in_another_order(x: Annotated[Tensor, PartitionSpec(("dp", "tp"), None)]) -> None:
+    y: Annotated[Tensor, PartitionSpec(("tp", "dp"), None)] = x * 2.0  # E: [spmd-global] value of a declared type on axis 'dp'
