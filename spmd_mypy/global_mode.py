@@ -30,7 +30,6 @@ from spmd_types.typesystem import (
     Operand,
     OpOutcome,
     SpmdType,
-    V,
     Violation,
     check_global_op,
     global_annotation_violation,
@@ -117,10 +116,8 @@ def call_result_violations(
     """
     proper = get_proper_type(returned)
     found = [Encoder.read(item) for item in (proper.items if isinstance(proper, TupleType) else [proper])]
-    varying = [t for t in found if isinstance(t, SpmdType) and any(kind is V for _, kind in t.items())]
-    if not varying or not files.in_global_mode(session, api, where):
-        return ()
-    return tuple(v for t in varying if (v := global_call_violation(callee, t)) is not None)
+    violations = tuple(v for t in found if isinstance(t, SpmdType) and (v := global_call_violation(callee, t)))
+    return violations if violations and files.in_global_mode(session, api, where) else ()
 
 
 def check_decorated(session: Session, ctx: FunctionContext) -> Verdict:

@@ -96,14 +96,17 @@ _FIXED_RANKS: Final = {"torch.mm": (2, 2), "torch.Tensor.mm": (2, 2), "torch.bmm
 
 def global_annotation_violation(declared: SpmdType) -> Violation | None:
     """Why a declared type has no global meaning (``V`` on an axis), or ``None``."""
-    varying = [axis for axis, kind in declared.items() if kind is V]
-    if not varying:
+    axis = _varying_axis(declared)
+    if axis is None:
         return None
-    axis = varying[0]
     reason = (f"V has no meaning in global SPMD (it does not say how the ranks' data assemble into one "
               f"tensor); declare {GLOBAL_VALUE_TYPES} on {axis!r} (S[\"{axis}\", dim] or a PartitionSpec), "
               f"or check this function in local SPMD")
     return Violation(Code.GLOBAL, axis, reason, ("V",))
+
+
+def _varying_axis(t: SpmdType) -> str | None:
+    return next((axis for axis, kind in t.items() if kind is V), None)
 
 
 def global_call_violation(callee: str, returned: SpmdType) -> Violation | None:
@@ -113,10 +116,9 @@ def global_call_violation(callee: str, returned: SpmdType) -> Violation | None:
     return per-rank data, which has no global meaning; the value must be
     declared global where the local function hands it over.
     """
-    varying = [axis for axis, kind in returned.items() if kind is V]
-    if not varying:
+    axis = _varying_axis(returned)
+    if axis is None:
         return None
-    axis = varying[0]
     reason = (f"it returns V on {axis!r}, per-rank data with no meaning in a global function (V does not say how "
               f"the ranks' data assemble into one tensor); declare {callee}'s return value {GLOBAL_VALUE_TYPES} on "
               f"{axis!r}: S[\"{axis}\", dim] where its ranks hold pieces of one tensor, P[\"{axis}\"] where they "
