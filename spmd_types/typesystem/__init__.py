@@ -192,6 +192,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.shard_dims import NOT_KNOWN as NOT_KNOWN
     from spmd_types.typesystem.shard_dims import POINTWISE_OPS as POINTWISE_OPS
     from spmd_types.typesystem.shard_dims import SHARD_RULES as SHARD_RULES
+    from spmd_types.typesystem.shard_dims import SPLITTING_OPS as SPLITTING_OPS
     from spmd_types.typesystem.shard_dims import Broken as Broken
     from spmd_types.typesystem.shard_dims import LayoutCall as LayoutCall
     from spmd_types.typesystem.shard_dims import Moved as Moved
@@ -287,7 +288,7 @@ _DEFINED_IN: dict[str, str] = {
     **dict.fromkeys(("Plan", "Step", "plan_redistribute", "plan_via_replicated",), "planner"),
     **dict.fromkeys(
         ("Broken", "LOST", "LayoutCall", "Moved", "NOT_KNOWN", "Outcome", "POINTWISE_OPS", "SHARD_RULES",
-         "counted_like", "result_dim", "same_dim"),
+         "SPLITTING_OPS", "counted_like", "result_dim", "same_dim"),
         "shard_dims",
     ),
     **dict.fromkeys(("SpmdType", "UNKNOWN", "parse",), "spmd_type"),
