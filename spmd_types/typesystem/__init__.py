@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.annotations import Spmd as Spmd
     from spmd_types.typesystem.annotations import axis_of_hint as axis_of_hint
     from spmd_types.typesystem.annotations import markers_from_text as markers_from_text
+    from spmd_types.typesystem.annotations import replicated_elsewhere as replicated_elsewhere
     from spmd_types.typesystem.annotations import spmd_type_from_metadata as spmd_type_from_metadata
     from spmd_types.typesystem.annotations import spmd_type_of_hint as spmd_type_of_hint
     from spmd_types.typesystem.codes import Code as Code
@@ -222,7 +223,8 @@ if TYPE_CHECKING:
 # are what type checkers read, and to the submodules' ``__all__``.
 _DEFINED_IN: dict[str, str] = {
     **dict.fromkeys(
-        ("Axis", "Spmd", "axis_of_hint", "markers_from_text", "spmd_type_from_metadata", "spmd_type_of_hint"),
+        ("Axis", "Spmd", "axis_of_hint", "markers_from_text", "replicated_elsewhere", "spmd_type_from_metadata",
+         "spmd_type_of_hint"),
         "annotations",
     ),
     **dict.fromkeys(("Code",), "codes"),
