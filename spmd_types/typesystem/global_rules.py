@@ -398,7 +398,7 @@ def _strided_split(
     """An op that may split a dim with a strided entry (a block count) into several dims."""
     if op not in SPLITTING_OPS:
         return None
-    split = args.get("dim") if "unflatten" in op else None
+    split = args.get("dim") if op.endswith(".unflatten") else None
     for _, spec, ndim in operands:
         for dim in range(len(spec) if spec is not None else 0):
             factors = spec.factors(dim) if spec is not None else ()

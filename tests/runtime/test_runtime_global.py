@@ -138,3 +138,15 @@ def test_a_returned_value_is_replicated_on_the_axes_the_spec_does_not_name(ranks
 def test_without_a_current_mesh_a_spec_declares_the_axes_it_names() -> None:
     tree = tree_of(Columns)
     assert isinstance(tree, OnMesh) and tree.on_current_mesh() == parse("tp:S(1)")
+
+
+@spmd.global_spmd
+def transposed(w: Annotated[Tensor, PartitionSpec((2, "tp"), None)]) -> Annotated[Tensor, PartitionSpec(None, (2, "tp"))]:
+    return w.t()
+
+
+def test_a_strided_spec_is_its_per_axis_types_at_the_boundaries(ranks8: Any) -> None:
+    with spmd.runtime_checking() as tracker:
+        assert tracker.type_of(transposed(ranks8.typed(R["dp"], S["tp", 0], shape=(4, 3)))) == parse("dp:R, tp:S(1)")
+        with pytest.raises(SpmdTypeCheckError, match="axis 'dp'"):
+            transposed(ranks8.typed(V["dp"], S["tp", 0], shape=(4, 3)))
