@@ -17,7 +17,7 @@ import collections.abc
 import inspect
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -38,9 +38,13 @@ class OnMesh:
 
     declared: SpmdType
 
+    def on(self, axes: Iterable[str]) -> SpmdType:
+        """The declared type on a mesh of ``axes``."""
+        return replicated_elsewhere(self.declared, axes)
+
     def on_current_mesh(self) -> SpmdType:
         """The declared type on the axes of the current mesh (no mesh: only the named axes)."""
-        return replicated_elsewhere(self.declared, current_axes())
+        return self.on(current_axes())
 
 
 @dataclass(frozen=True)
