@@ -400,8 +400,10 @@ def _strided_split(
         return None
     split = args.get("dim") if op.endswith(".unflatten") else None
     for _, spec, ndim in operands:
-        for dim in range(len(spec) if spec is not None else 0):
-            factors = spec.factors(dim) if spec is not None else ()
+        if spec is None:
+            continue
+        for dim in range(len(spec)):
+            factors = spec.factors(dim)
             if not any(isinstance(f, int) for f in factors):
                 continue
             if isinstance(split, int) and not isinstance(split, bool) and split % max(ndim, 1) != dim:
