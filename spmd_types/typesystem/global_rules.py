@@ -348,15 +348,16 @@ def propagate(
     dims, ops along other dims, a contraction's batch and free dims, the
     outer dim of a ``flatten``) carries a strided entry with it.  A sum over
     a strided dim is a pending sum as over a plain one (each rank sums its
-    own indices).  An op that splits a strided dim into several
-    (:data:`~spmd_types.typesystem.shard_dims.SPLITTING_OPS`) is an error:
-    where its blocks land depends on the sizes.
+    own indices).  An op that may split a cut dim, strided or not, into
+    several (:data:`~spmd_types.typesystem.shard_dims.SPLITTING_OPS`) is an
+    error: which result dims its pieces land on depends on the sizes of the
+    axes, which a spec does not know.
     """
     args = dict(args or {})
     named = [axis for _, spec, _ in operands if spec is not None for axis in (*spec.axes, *spec.partial)]
     typed = [Operand(param, spec_type(spec, named) if spec is not None else SpmdType({}, WEAK), ndim)
              for param, spec, ndim in operands]
-    split = _strided_split(op, operands, args)
+    split = _split_cut_dim(op, operands, args)
     if split is not None:
         return (split,)
     function = next((f for f in PARTIAL_OUTPUT_FUNCTIONS.values() if f.op == op), None)
@@ -392,10 +393,10 @@ def propagate(
     return PartitionSpec(*(ordered.get(d) or None for d in range(out_ndim)), partial=partial)
 
 
-def _strided_split(
+def _split_cut_dim(
     op: str, operands: Sequence[tuple[str, PartitionSpec | None, int]], args: Mapping[str, object]
 ) -> Violation | None:
-    """An op that may split a dim with a strided entry (a block count) into several dims."""
+    """An op that may split a cut dim into several dims (see :func:`propagate`)."""
     if op not in SPLITTING_OPS:
         return None
     split = args.get("dim") if op.endswith(".unflatten") else None
@@ -404,13 +405,14 @@ def _strided_split(
             continue
         for dim in range(len(spec)):
             factors = spec.factors(dim)
-            if not any(isinstance(f, int) for f in factors):
+            if not factors or (isinstance(split, int) and not isinstance(split, bool) and split % max(ndim, 1) != dim):
                 continue
-            if isinstance(split, int) and not isinstance(split, bool) and split % max(ndim, 1) != dim:
-                continue
-            reason = (f"dim {dim} has the strided entry {factors} (each rank holds one piece of each block), "
-                      f"which {op} may split into several dims: where the blocks land depends on the sizes; "
-                      f"redistribute_spec it to a plain spec first")
+            strided = any(isinstance(f, int) for f in factors)
+            what = (f"has the strided entry {factors} (each rank holds one piece of each block)" if strided
+                    else f"is cut by {spec[dim]!r}")
+            reason = (f"dim {dim} {what}, and {op} may split it into several dims: which of them the pieces "
+                      f"land on depends on the sizes of the axes and blocks; gather the dim first, or "
+                      f"redistribute_spec the tensor to a spec that does not cut it")
             axis = next(f for f in factors if isinstance(f, str))
             return Violation(Code.GLOBAL, axis, reason)
     return None

@@ -91,6 +91,7 @@ CASES = [
     Case("torch.mul", (("input", (4, 8)), ("other", (4, 8))), torch.mul),
     Case("torch.exp", (("input", (4, 8)),), torch.exp),
     Case("torch.transpose", (("input", (4, 8)),), lambda a: torch.transpose(a, 0, 1), {"dim0": 0, "dim1": 1}),
+    Case("torch.unflatten", (("input", (4, 8)),), lambda a: torch.unflatten(a, 1, (2, 4)), {"dim": 1, "sizes": (2, 4)}),
 ]
 
 STRIDED_CASES = [
@@ -107,6 +108,7 @@ STRIDED_CASES = [
     Case("torch.transpose", (("input", (8, 8)),), lambda a: torch.transpose(a, 0, 1), {"dim0": 0, "dim1": 1}),
     Case("torch.cumsum", (("input", (8, 8)),), lambda a: torch.cumsum(a, 1), {"dim": 1}),
     Case("torch.flatten", (("input", (8, 8)),), torch.flatten),
+    Case("torch.unflatten", (("input", (8, 8)),), lambda a: torch.unflatten(a, 1, (2, 4)), {"dim": 1, "sizes": (2, 4)}),
 ]
 """Ops on tensors of 8 on every dim, which every spec of :func:`all_specs` cuts evenly on both meshes."""
 
@@ -232,12 +234,19 @@ def test_a_strided_entry_is_carried_through_a_dim_kept_whole_and_not_split() -> 
     fsdp_tp = PartitionSpec((2, "tp"), "dp")
     moved = propagate("torch.transpose", [("input", fsdp_tp, 2)], 2, {"dim0": 0, "dim1": 1})
     assert moved == PartitionSpec("dp", (2, "tp"))
-    kept = propagate("torch.unflatten", [("input", fsdp_tp, 2)], 3, {"dim": 1, "sizes": (2, 4)})
-    assert kept == PartitionSpec((2, "tp"), "dp", None)
+    kept = propagate("torch.unflatten", [("input", PartitionSpec((2, "tp"), None), 2)], 3, {"dim": 1, "sizes": (2, 4)})
+    assert kept == PartitionSpec((2, "tp"), None, None)
     for op, args in (("torch.unflatten", {"dim": 0, "sizes": (2, 4)}), ("torch.Tensor.reshape", {"shape": (64,)})):
         rejected = propagate(op, [("input", fsdp_tp, 2)], 3 if "unflatten" in op else 1, args)
         assert not isinstance(rejected, PartitionSpec)
         assert [v.axis for v in rejected] == ["tp"] and "strided entry (2, 'tp')" in rejected[0].reason
+
+
+def test_a_split_of_a_cut_dim_is_rejected_as_its_pieces_land_by_the_axis_sizes() -> None:
+    # On a tp of 4, a dim of 8 cut over tp and split into (2, 4) is cut across both new dims.
+    rejected = propagate("torch.unflatten", [("input", PartitionSpec("tp"), 1)], 2, {"dim": 0, "sizes": (2, 4)})
+    assert not isinstance(rejected, PartitionSpec)
+    assert "depends on the sizes of the axes" in rejected[0].reason
 
 
 def test_operands_that_cut_one_dim_with_different_block_counts_do_not_meet() -> None:
