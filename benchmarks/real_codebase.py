@@ -1,6 +1,6 @@
 """What the mypy plugin costs on a real codebase: megatron-core, unannotated and after ``spmd-annotate``.
 
-    python benchmarks/real_codebase.py            # all of megatron/core, 2 repeats: about 30 minutes on 2 cores
+    python benchmarks/real_codebase.py            # all of megatron/core, 2 repeats: about 12 minutes on 2 cores
     python benchmarks/real_codebase.py --quick    # 1 repeat, 1 warm run
     python benchmarks/real_codebase.py --subset tensor_parallel transformer models/gpt
 
