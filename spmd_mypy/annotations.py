@@ -56,10 +56,10 @@ from spmd_types.typesystem import (
     AxisTypes,
     Code,
     PartitionSpec,
-    R,
     SpmdType,
     axis_types_marker,
     markers_from_text,
+    replicated_elsewhere,
     shard_marker,
     spmd_type_from_metadata,
 )
@@ -160,7 +160,7 @@ def _read_metadata(
     if not specs:
         return _Declared(spmd)
     # The mesh's other axes, where configured, are replicated (markers may say otherwise).
-    return _Declared(SpmdType({**dict.fromkeys(options.axes, R), **dict(spmd.items())}), len(specs[0]))
+    return _Declared(replicated_elsewhere(spmd, options.axes), len(specs[0]))
 
 
 def _partition_spec(ctx: AnalyzeTypeContext, item: Type) -> PartitionSpec | None:

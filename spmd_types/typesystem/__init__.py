@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.annotations import Spmd as Spmd
     from spmd_types.typesystem.annotations import axis_of_hint as axis_of_hint
     from spmd_types.typesystem.annotations import markers_from_text as markers_from_text
+    from spmd_types.typesystem.annotations import replicated_elsewhere as replicated_elsewhere
     from spmd_types.typesystem.annotations import spmd_type_from_metadata as spmd_type_from_metadata
     from spmd_types.typesystem.annotations import spmd_type_of_hint as spmd_type_of_hint
     from spmd_types.typesystem.codes import Code as Code
@@ -192,6 +193,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.shard_dims import NOT_KNOWN as NOT_KNOWN
     from spmd_types.typesystem.shard_dims import POINTWISE_OPS as POINTWISE_OPS
     from spmd_types.typesystem.shard_dims import SHARD_RULES as SHARD_RULES
+    from spmd_types.typesystem.shard_dims import SPLITTING_OPS as SPLITTING_OPS
     from spmd_types.typesystem.shard_dims import Broken as Broken
     from spmd_types.typesystem.shard_dims import LayoutCall as LayoutCall
     from spmd_types.typesystem.shard_dims import Moved as Moved
@@ -221,7 +223,8 @@ if TYPE_CHECKING:
 # are what type checkers read, and to the submodules' ``__all__``.
 _DEFINED_IN: dict[str, str] = {
     **dict.fromkeys(
-        ("Axis", "Spmd", "axis_of_hint", "markers_from_text", "spmd_type_from_metadata", "spmd_type_of_hint"),
+        ("Axis", "Spmd", "axis_of_hint", "markers_from_text", "replicated_elsewhere", "spmd_type_from_metadata",
+         "spmd_type_of_hint"),
         "annotations",
     ),
     **dict.fromkeys(("Code",), "codes"),
@@ -287,7 +290,7 @@ _DEFINED_IN: dict[str, str] = {
     **dict.fromkeys(("Plan", "Step", "plan_redistribute", "plan_via_replicated",), "planner"),
     **dict.fromkeys(
         ("Broken", "LOST", "LayoutCall", "Moved", "NOT_KNOWN", "Outcome", "POINTWISE_OPS", "SHARD_RULES",
-         "counted_like", "result_dim", "same_dim"),
+         "SPLITTING_OPS", "counted_like", "result_dim", "same_dim"),
         "shard_dims",
     ),
     **dict.fromkeys(("SpmdType", "UNKNOWN", "parse",), "spmd_type"),

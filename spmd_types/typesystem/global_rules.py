@@ -54,7 +54,7 @@ from spmd_types.typesystem.local_types import WEAK, AxisType, I, P, R, Shard, V
 from spmd_types.typesystem.ops import canonical_param, lookup
 from spmd_types.typesystem.partial_outputs import PARTIAL_OUTPUT_FUNCTIONS, check_partial_output
 from spmd_types.typesystem.partition_spec import Factor, PartitionSpec, spec_type
-from spmd_types.typesystem.shard_dims import POINTWISE_OPS, LayoutCall, result_dim
+from spmd_types.typesystem.shard_dims import POINTWISE_OPS, SPLITTING_OPS, LayoutCall, result_dim
 from spmd_types.typesystem.spmd_type import SpmdType
 from spmd_types.typesystem.violations import Code, Violation
 
@@ -341,21 +341,25 @@ def propagate(
     """The spec of op ``op``'s result in global SPMD, or the violations that make it not global.
 
     ``operands`` gives each one's parameter name, spec (``None``: a Python
-    number) and rank; ``out_ndim`` is the result's rank.  The result is the local rules' result, checked by
-    :func:`global_op_violations`, with each output dim cut by the axes of the
-    operand entry it comes from, in that entry's order.  Strided entries
-    (block counts) are not propagated.
+    number) and rank; ``out_ndim`` is the result's rank.  The result is the
+    local rules' result, checked by :func:`check_global_op`, with each output
+    dim cut as the operand entry it comes from, factors and block counts
+    alike: an op that carries a dim index by index (pointwise ops, moves of
+    dims, ops along other dims, a contraction's batch and free dims, the
+    outer dim of a ``flatten``) carries a strided entry with it.  A sum over
+    a strided dim is a pending sum as over a plain one (each rank sums its
+    own indices).  An op that may split a cut dim, strided or not, into
+    several (:data:`~spmd_types.typesystem.shard_dims.SPLITTING_OPS`) is an
+    error: which result dims its pieces land on depends on the sizes of the
+    axes, which a spec does not know.
     """
     args = dict(args or {})
     named = [axis for _, spec, _ in operands if spec is not None for axis in (*spec.axes, *spec.partial)]
     typed = [Operand(param, spec_type(spec, named) if spec is not None else SpmdType({}, WEAK), ndim)
              for param, spec, ndim in operands]
-    for _, spec, _ in operands:
-        strided = [dim for dim in range(len(spec)) if any(isinstance(f, int) for f in spec.factors(dim))] \
-            if spec is not None else []
-        if strided:
-            reason = "a strided entry (a block count) is not propagated through ops; redistribute_spec it first"
-            return (Violation(Code.GLOBAL, None, reason),)
+    split = _split_cut_dim(op, operands, args)
+    if split is not None:
+        return (split,)
     function = next((f for f in PARTIAL_OUTPUT_FUNCTIONS.values() if f.op == op), None)
     if out_partial_axes and function is not None:
         outcome = check_partial_output(function, typed, out_partial_axes, args, args=args)
@@ -378,22 +382,48 @@ def propagate(
     entries = {d + out_ndim if d < 0 else d: axes for d, axes in entries.items()}
     ordered: dict[int, tuple[Factor, ...]] = {}
     for dim, axes in entries.items():
-        orders = {tuple(f for f in spec.factors(d) if f in axes) for _, spec, _ in operands if spec is not None
-                  for d in range(len(spec)) if set(axes) & set(spec.factors(d))}
-        if len(orders) != 1 or len(next(iter(orders))) != len(axes):
-            reason = f"the operands cut dim {dim} of the result with the axes {axes} in different groupings or orders"
+        sources = {spec.factors(d) for _, spec, _ in operands if spec is not None
+                   for d in range(len(spec)) if set(axes) & set(spec.factors(d))}
+        if len(sources) != 1 or {f for f in next(iter(sources)) if isinstance(f, str)} != set(axes):
+            reason = (f"the operands cut dim {dim} of the result with the axes {axes} in different groupings, "
+                      f"orders or block counts")
             return (Violation(Code.GLOBAL, None, reason),)
-        ordered[dim] = orders.pop()
+        ordered[dim] = sources.pop()
     partial = tuple(axis for axis in dict.fromkeys(named) if result.get(axis) is P)
     return PartitionSpec(*(ordered.get(d) or None for d in range(out_ndim)), partial=partial)
 
+
+def _split_cut_dim(
+    op: str, operands: Sequence[tuple[str, PartitionSpec | None, int]], args: Mapping[str, object]
+) -> Violation | None:
+    """An op that may split a cut dim into several dims (see :func:`propagate`)."""
+    if op not in SPLITTING_OPS:
+        return None
+    split = args.get("dim") if op.endswith(".unflatten") else None
+    for _, spec, ndim in operands:
+        if spec is None:
+            continue
+        for dim in range(len(spec)):
+            factors = spec.factors(dim)
+            if not factors or (isinstance(split, int) and not isinstance(split, bool) and split % max(ndim, 1) != dim):
+                continue
+            strided = any(isinstance(f, int) for f in factors)
+            what = (f"has the strided entry {factors} (each rank holds one piece of each block)" if strided
+                    else f"is cut by {spec[dim]!r}")
+            reason = (f"dim {dim} {what}, and {op} may split it into several dims: which of them the pieces "
+                      f"land on depends on the sizes of the axes and blocks; gather the dim first, or "
+                      f"redistribute_spec the tensor to a spec that does not cut it")
+            axis = next(f for f in factors if isinstance(f, str))
+            return Violation(Code.GLOBAL, axis, reason)
+    return None
 
 
 def _label_orders(
     op: str, typed: Sequence[Operand], operands: Sequence[tuple[str, PartitionSpec | None, int]],
     args: Mapping[str, object],
 ) -> Violation | None:
-    """Operands that cut one einsum label with the same axes in different orders (the per-axis types agree)."""
+    """Operands that cut one einsum label with the same axes in different orders or block counts (the per-axis
+    types agree)."""
     terms = einsum_terms(op, typed, args)
     if terms is None:
         return None
@@ -405,7 +435,8 @@ def _label_orders(
     for label, orders in cuts.items():
         if len(orders) > 1:
             shown = " and ".join(sorted(map(str, orders)))
-            reason = (f"the operands cut dim {label!r} over the same axes in different orders ({shown}), so the "
-                      f"ranks' pieces do not meet; redistribute_spec one of them to the other's order")
+            reason = (f"the operands cut dim {label!r} over the same axes in different orders or block counts "
+                      f"({shown}), so the ranks' pieces do not meet; redistribute_spec one of them to the other's "
+                      f"spec")
             return Violation(Code.GLOBAL, None, reason)
     return None

@@ -52,6 +52,7 @@ __all__ = [
     "NOT_KNOWN",
     "POINTWISE_OPS",
     "SHARD_RULES",
+    "SPLITTING_OPS",
     "Broken",
     "LayoutCall",
     "Moved",
@@ -510,6 +511,10 @@ SHARD_RULES: Final[dict[str, _Rule]] = _build()
 
 POINTWISE_OPS: Final = frozenset(name for name, rule in SHARD_RULES.items() if rule is _keep)
 """The pointwise (broadcasting) ops: a shard keeps its dim, counted from the last."""
+
+SPLITTING_OPS: Final = frozenset(name for name, rule in SHARD_RULES.items() if rule in (_unflatten, _reshape))
+"""The ops that may split a dim into several (``unflatten``, ``reshape``, ``view``): which result dims the
+pieces of a cut dim land on depends on the sizes."""
 
 _BROADCASTING: Final = POINTWISE_OPS
 _SEQUENCE_OPS: Final = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
