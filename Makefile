@@ -57,4 +57,4 @@ $(OLD_VENV)/.installed:
 	touch $@
 
 test-oldest-mypy: $(OLD_VENV)/.installed
-	PYTHONPATH=$(CURDIR) $(OLD_VENV)/bin/python -m pytest -p no:cacheprovider tests/plugin/test_cases.py tests/stubs
+	PYTHONPATH=$(CURDIR) $(OLD_VENV)/bin/python -m pytest -p no:cacheprovider tests/plugin/test_cases.py tests/plugin/test_mypy_messages.py tests/stubs

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final, TypeAlias
 
 from mypy.nodes import (
@@ -55,6 +56,7 @@ from spmd_types.typesystem import (
     PARTIAL_OUTPUT_FUNCTIONS,
     UNKNOWN,
     Code,
+    EntryOrders,
     Operand,
     OpOutcome,
     OpRule,
@@ -147,7 +149,7 @@ def check_function(session: Session, ctx: FunctionContext, name: str) -> Verdict
     key = _op_key(session, ctx, name, rule, default, arguments_key(ctx.callee_arg_names, ctx.arg_types, ctx.args))
     known = _OPS.get(key) if key is not None else None
     if known is not None:
-        return Verdict(returns=default, result=known[0], fit=known[1])
+        return known.verdict(default)
     numbers = NumberReader(session, ctx.api, ctx.context)
     arguments = read_arguments(session, ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args, numbers=numbers)
     return _remember_op(key, _apply(session, ctx, default, name, rule, arguments, numbers=numbers))
@@ -238,7 +240,7 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
     key = _op_key(session, ctx, name, rule, default, arguments_key(names, ctx.arg_types, args, (ctx.type, receiver)))
     known = _OPS.get(key) if key is not None else None
     if known is not None:
-        return Verdict(returns=default, result=known[0], fit=known[1], speculative=operator)
+        return known.verdict(default, speculative=operator)
     numbers = NumberReader(session, ctx.api, ctx.context)
     arguments = read_arguments(session, ctx.api, rule, names, ctx.arg_types, args, (ctx.type, receiver), numbers)
     if isinstance(ctx.context, OperatorAssignmentStmt):  # p += 1: no call around the target p writes back into it
@@ -337,7 +339,12 @@ def check_property(session: Session, ctx: AttributeContext, attribute: str) -> V
     if not isinstance(spmd, SpmdType):
         return Verdict()
     name = method_name(attribute)
-    return Verdict(result=apply_op(lookup(name), [Operand("input", spmd)], op=name).result)
+    result = apply_op(lookup(name), [Operand("input", spmd)], op=name).result
+    rank, orders, _ = global_mode.result_layout(session, ctx.api, ctx.context, name,
+                                                [Operand("input", spmd, Encoder.rank(ctx.type))],
+                                                [Encoder.orders(ctx.type)], {}, result)
+    # Where it carries entry orders (in a global function), the result is fitted to where it goes, as an op's is.
+    return Verdict(result=result, rank=rank, orders=orders, fit=bool(orders))
 
 
 def _involves_spmd(session: Session, ctx: FunctionContext | MethodContext) -> bool:
@@ -389,10 +396,27 @@ def _sharded(
 
 OpKey: TypeAlias = tuple[object, ...]
 
-_OPS: Final[dict[OpKey, tuple[SpmdType | None, bool]]] = {}
-"""What checking an op found where it reported nothing, by :func:`_op_key`: its result type and whether
-it is fitted to a declaration.  A model applies the same few ops to the same few types, with the same
-literals, at thousands of call sites; a hit skips reading the arguments into operands and the rule."""
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What checking an op found where it reported nothing: the fields of its :class:`Verdict` but mypy's type."""
+
+    result: SpmdType | None
+    rank: int | None
+    orders: EntryOrders
+    fit: bool
+
+    def verdict(self, default: Type, *, speculative: bool = False) -> Verdict:
+        """The verdict of the same op at another place whose mypy result type is ``default``."""
+        return Verdict(returns=default, result=self.result, rank=self.rank, orders=self.orders, fit=self.fit,
+                       speculative=speculative)
+
+
+_OPS: Final[dict[OpKey, _Found]] = {}
+"""What checking an op found where it reported nothing, by :func:`_op_key`.  A model applies the same
+few ops to the same few types, with the same literals, at thousands of call sites; a hit skips reading
+the arguments into operands and the rule."""
 _OPS_MAX: Final = 8192
 
 
@@ -424,7 +448,7 @@ def _remember_op(key: OpKey | None, verdict: Verdict) -> Verdict:
     if key is not None and not verdict.reports:
         if len(_OPS) >= _OPS_MAX:
             _OPS.clear()
-        _OPS[key] = (verdict.result, verdict.fit)
+        _OPS[key] = _Found(verdict.result, verdict.rank, verdict.orders, verdict.fit)
     return verdict
 
 
@@ -496,6 +520,10 @@ def _apply(
             verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
     if not returns_tensor:
         return verdict
+    verdict.rank, verdict.orders, unordered = global_mode.result_layout(
+        session, ctx.api, ctx.context, name, arguments.operands, arguments.orders, arguments.literals, outcome.result)
+    if unordered and not outcome.violations:  # operands cut along different dims are reported once, by the
+        verdict.report(unordered, ctx.context, where, arguments.spelled, speculative=speculative)  # per-axis rules
     result = outcome.result
     if constant and files.is_written_later(session, ctx.api, ctx.context):
         result = written_buffer(result)  # what it holds once written into

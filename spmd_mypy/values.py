@@ -61,6 +61,7 @@ from spmd_types.typesystem import (
     UNKNOWN,
     WEAK,
     ZERO,
+    EntryOrders,
     Operand,
     OpRule,
     Shard,
@@ -100,10 +101,13 @@ class Arguments:
     literals: dict[str, object] = field(default_factory=dict)
     typed: bool = False  # whether some operand has an SPMD type
     lengths: set[int] = field(default_factory=set)  # the operands that are a shard's length (x.shape[0])
+    orders: list[EntryOrders] = field(default_factory=list)  # each operand's entry orders, where a spec says them
 
-    def add(self, param: str, spmd: SpmdType, written: Expression | str | None, ndim: int | None = None) -> None:
+    def add(self, param: str, spmd: SpmdType, written: Expression | str | None, ndim: int | None = None,
+            orders: EntryOrders = ()) -> None:
         self.operands.append(Operand(param, spmd, ndim))
         self.written.append(written)
+        self.orders.append(orders)
 
     @property
     def spelled(self) -> list[str | None]:
@@ -164,7 +168,8 @@ def arguments_key(
     That is where every argument is a tensor of one type (no union), which
     reads as its SPMD type and rank, or a literal (``2``, ``-1``, ``0.5``,
     ``"sum"``, ``True``) that no number computed from ranks can be; and no
-    argument is an ``out=`` tensor.  Together with the op's rule, such a key
+    argument is an ``out=`` tensor.  A tensor's key is its SPMD type, rank and
+    entry orders.  Together with the op's rule, such a key
     decides the operands, what is passed and the literal values, everything but
     how each operand is spelled.  It follows :func:`_read_value`'s cases:
     a change there must be reflected here.
@@ -191,7 +196,7 @@ def _value_key(typ: Type, expr: Expression | None) -> tuple[object, ...] | None:
     proper = get_proper_type(typ)
     if isinstance(proper, Instance) and is_tensor(proper):
         # No literal types as a tensor: literal_value() is NOT_KNOWN for every tensor expression.
-        return (_TENSOR, Encoder.read(proper), Encoder.rank(proper))
+        return (_TENSOR, Encoder.read(proper), Encoder.rank(proper), Encoder.orders(proper))
     if not _plain_literal(expr) or isinstance(proper, TupleType) or (
             isinstance(proper, Instance) and proper.type.fullname in SEQUENCES):
         return None
@@ -245,7 +250,8 @@ def _read_value(
                 out.divergent.append((expr, found))
             found = UNKNOWN
         out.typed = out.typed or found is not None
-        out.add(param, found if found is not None else UNKNOWN, expr, ndim=Encoder.rank(proper))
+        out.add(param, found if found is not None else UNKNOWN, expr, ndim=Encoder.rank(proper),
+                orders=Encoder.orders(proper))
         return
     elements = _elements(api, proper, expr)
     if elements is not None:
@@ -363,15 +369,17 @@ def _is_zero(typ: ProperType, expr: Expression | None) -> bool:
     return isinstance(typ, LiteralType) and typ.value == 0
 
 
-def with_result(encoder: Encoder, default: Type, spmd: SpmdType) -> Type:
+def with_result(encoder: Encoder, default: Type, spmd: SpmdType, rank: int | None = None,
+                orders: EntryOrders = ()) -> Type:
     """``default`` (an op's declared return type) with every tensor in it typed ``spmd``.
 
-    Ops with several tensor outputs (``split``, ``unbind``) give each the result type.
+    Ops with several tensor outputs (``split``, ``unbind``) give each the
+    result type; ``rank`` and ``orders`` (entry orders) are those of a result that is one tensor.
     """
     proper = get_proper_type(default)
     if is_tensor(proper):
         assert isinstance(proper, Instance)
-        return encoder.tensor(spmd, proper, inferred=True) or default
+        return encoder.tensor(spmd, proper, inferred=True, rank=rank, orders=orders) or default
     if isinstance(proper, TupleType):
         return proper.copy_modified(items=[with_result(encoder, t, spmd) for t in proper.items])
     if isinstance(proper, Instance) and proper.type.fullname in SEQUENCES and proper.args:
