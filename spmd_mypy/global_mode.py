@@ -7,7 +7,9 @@ rules as everywhere, then the core's global rules to each op on shards
 (:func:`cast_violations`), and, where the decorator is applied, to the
 declared types of the parameters and the return value (:func:`check_decorated`):
 ``V`` there has no global meaning.  Whether a call is in such a function is
-a fact of its file (:func:`spmd_mypy.files.in_global_mode`).
+a fact of its file (:func:`spmd_mypy.files.in_global_mode`), and so are the axes
+that a ``local_region`` inside it makes local SPMD, on which the global rules
+are not applied (:func:`spmd_mypy.files.local_axes`).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def check_op(
     global function (:func:`~spmd_types.typesystem.check_global_op`); elsewhere ``result`` as it is."""
     if not files.in_global_mode(session, api, where):
         return OpOutcome(result)
-    return check_global_op(op, operands, result, args, out_partial_axes)
+    return check_global_op(op, operands, result, args, out_partial_axes, files.local_axes(session, api, where))
 
 
 def cast_violations(
@@ -69,7 +71,8 @@ def cast_violations(
     ``have`` is the input's type."""
     if not files.in_global_mode(session, api, where):
         return ()
-    found = (global_cast_violation(call, axis, src, dst, have.get(axis)) for axis in axes)
+    local = files.local_axes(session, api, where)
+    found = (global_cast_violation(call, axis, src, dst, have.get(axis)) for axis in axes if axis not in local)
     return tuple(v for v in found if v is not None)
 
 

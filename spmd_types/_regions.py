@@ -80,9 +80,11 @@ def local_region(
                                     value=f"args[{k}]")
             outer = tracker._local_axes
             tracker._local_axes = outer | frozenset(names)
+            tracker._global += 1  # global on the other axes
             try:
                 out = inner(*args, **kwargs)
             finally:
+                tracker._global -= 1
                 tracker._local_axes = outer
             results: Sequence[object] = (out,) if region.one_output else out if isinstance(out, tuple) else ()
             for j, (value, spec) in enumerate(zip(results, region.outputs)):

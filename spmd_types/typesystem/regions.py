@@ -19,7 +19,8 @@ axes, and values may be ``V`` there; on the other axes it stays global.
   ranks hold summands), as ``shard_map`` and DTensor's ``local_map`` read
   their output specs; otherwise the returned type must fit the spec's
   (``V`` where the spec replicates is an error, ``P`` only where it is
-  partial).  On the other axes the returned type must fit the spec's.
+  partial).  On the other axes the returned type must fit the spec's, and
+  ``V`` is an error there (``spmd-global``: the region is global on them).
 
 The caller sees the specs' types.  A :class:`Region` is one such call whose
 specs are known; ``str`` writes it as one line that :meth:`Region.parse`
@@ -165,18 +166,23 @@ def region_output(region: Region, j: int, have: SpmdType) -> tuple[Violation, ..
     found = []
     for axis, want in spec.items():
         got = have.get(axis)
-        if got is None or fits(got, want) or (axis in region.axes and got is V and (isinstance(want, Shard)
-                                                                                  or want is P)):
+        local = axis in region.axes
+        if got is V and not local:
+            found.append(Violation(Code.GLOBAL, axis, (
+                f"the function returns V on {axis!r}, which the region keeps global (only {', '.join(region.axes)} "
+                f"{'is' if len(region.axes) == 1 else 'are'} local inside it); return {want.code} there, as "
+                f"out_specs says, or add {axis!r} to the region's axes"), ("V", want.code)))
+            continue
+        if got is None or fits(got, want) or (local and got is V and (isinstance(want, Shard) or want is P)):
             continue
         (v,) = check_fits(SpmdType({axis: got}), SpmdType({axis: want}))
-        local = axis in region.axes
         if local and got is V:
             reason = (f"out_specs says {want.code} on {axis!r}, a local axis of the region, but the function returns "
                       f"V (per-rank data): all_reduce it if the ranks hold summands, all_gather it if they hold "
                       f"pieces, or declare the output cut (S(i)) or partial there")
         elif local and isinstance(got, Shard) and isinstance(want, Shard):
-            reason = (f"out_specs cuts dim {want.dim} on {axis!r}, but the function returns pieces of dim {got.dim}: "
-                      f"the spec would assemble them along the wrong dim")
+            reason = (f"out_specs says {want.code} on {axis!r}, but the function returns pieces of dim {got.dim}: the "
+                      f"spec would assemble them along dim {want.dim}")
         elif local and got is P:
             reason = (f"out_specs says {want.code} on {axis!r}, but the function returns a pending sum (P); reduce it "
                       f"first, or declare the output partial on {axis!r} (partial=\"{axis}\")")
