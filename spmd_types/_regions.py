@@ -31,25 +31,26 @@ def local_region(
 ) -> Callable[[_F], _F]:
     """``@local_region(axes, in_specs=..., out_specs=...)``: run the function in local SPMD on ``axes``.
 
-    Inside a :func:`~spmd_types.global_spmd` function, the decorated function
-    is local SPMD on ``axes`` (a mesh-axis name or a tuple of them): values
-    may be ``V`` there and the global rules are not applied on them; on the
-    other axes it stays global.  ``in_specs`` gives one
+    The decorated function is local SPMD on ``axes`` (a mesh-axis name or a
+    tuple of them): values may be ``V`` there and the global rules are not
+    applied on them.  On the other axes it is global, as a
+    :func:`~spmd_types.global_spmd` function is.  ``in_specs`` gives one
     :class:`~spmd_types.PartitionSpec` (or ``None`` for a non-tensor) per
-    positional parameter: how the argument is laid out on entry.  On the
-    region's axes the parameter then holds the spec's per-axis types (``S(i)``
-    on an axis cutting dim ``i``, ``P`` on a partial one, ``R`` elsewhere).
-    ``out_specs`` (a spec, or a tuple with one per returned value) re-states
-    the result on exit: on a region axis the function may return ``V`` where
-    the spec cuts a dim (its pieces are that dim's shards) or is partial (the
-    ranks hold summands), and otherwise a value whose type fits the spec's.
-    The caller sees the specs' types.
+    positional parameter (``self`` included, for a method): how the
+    argument is laid out on entry.  The parameter then holds the spec's
+    per-axis types (``S(i)`` on an axis cutting dim ``i``, ``P`` on a partial
+    one, ``R`` elsewhere).  ``out_specs`` (a spec, or a tuple with one per
+    returned value) re-states the result on exit: on a region axis the
+    function may return ``V`` where the spec cuts a dim (its pieces are that
+    dim's shards) or is partial (the ranks hold summands), and otherwise a
+    value whose type fits the spec's.  The caller sees the specs' types.
 
     ``local_region(...)(fn)`` is the call form.  Under runtime checking the
     arguments are checked against ``in_specs`` and the results against
     ``out_specs`` (``spmd-boundary``), and the function's own annotations as
     :func:`~spmd_types.checked` checks them.  Malformed arguments raise
-    :class:`~spmd_types.SpmdValueError` when the decorator is applied.
+    :class:`~spmd_types.SpmdValueError` when the decorator is applied, and
+    an axis outside the current mesh at the first checked call.
     """
     problem = region_problem(axes, in_specs, out_specs)
     if problem is not None:

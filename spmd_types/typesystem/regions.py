@@ -188,7 +188,8 @@ def region_output(region: Region, j: int, have: SpmdType) -> tuple[Violation, ..
                       f"first, or declare the output partial on {axis!r} (partial=\"{axis}\")")
         else:
             reason = f"out_specs says {want.code} on {axis!r}, but the function returns {got.code}"
-        fixes = fixes_between(got, want, axis) if isinstance(got, (LocalType, Shard)) and got is not V else ()
+        fixes = fixes_between(got, want, axis) if isinstance(got, (LocalType, Shard)) and got is not V and isinstance(
+            want, (LocalType, Shard)) else ()
         found.append(replace(v, code=Code.BOUNDARY, reason=reason, fixes=fixes))
     return tuple(found)
 
