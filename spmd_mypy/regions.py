@@ -68,8 +68,8 @@ def check_local_region(session: Session, ctx: FunctionContext) -> Verdict:
     if axes is None:
         verdict.report([Violation(Code.AXIS, None, _UNREADABLE_AXES)], ctx.context, "local_region")
         return verdict
-    in_specs = _specs(session, args.get("in_specs"), single=False)
-    out_specs = _specs(session, args.get("out_specs"), single=True)
+    in_specs = _specs(session, args.get("in_specs"))
+    out_specs = _out_specs(session, args.get("out_specs"))
     for name, specs in (("in_specs", in_specs), ("out_specs", out_specs)):
         if specs is None:
             reason = (f"cannot read local_region's {name}: write it in the call as "
@@ -82,7 +82,7 @@ def check_local_region(session: Session, ctx: FunctionContext) -> Verdict:
     if problem is not None:
         verdict.report([problem], ctx.context, "local_region")
         return verdict
-    region = Region.of(axes, in_specs, out_specs, session.options.axes)  # type: ignore[arg-type]
+    region = Region.of(axes, in_specs, out_specs, session.options.axes)
     verdict.returns = Encoder.for_checker(session, ctx.api).local_region_decorator(region)
     return verdict
 
@@ -149,20 +149,23 @@ def _axes(expr: Expression) -> tuple[str, ...] | None:
     return tuple(n for n in names if n is not None) if names and None not in names else None
 
 
-def _specs(session: Session, arg: tuple[Expression, Type] | None, single: bool
-           ) -> PartitionSpec | tuple[PartitionSpec | None, ...] | None:
-    """``in_specs`` or ``out_specs`` as written: a tuple of specs and ``None``, or (``single``) one spec."""
-    if arg is None:
+def _specs(session: Session, arg: tuple[Expression, Type] | None) -> tuple[PartitionSpec | None, ...] | None:
+    """``in_specs`` (or a tuple of ``out_specs``) as written: a tuple of specs and ``None``; else ``None``."""
+    if arg is None or not isinstance(arg[0], TupleExpr):
         return None
-    expr = arg[0]
-    if single and not isinstance(expr, TupleExpr):
-        return spec_in_code(expr, session.modules)
-    if not isinstance(expr, TupleExpr):
-        return None
-    found = [None if is_none(item) else spec_in_code(item, session.modules) for item in expr.items]
-    if any(spec is None and not is_none(item) for spec, item in zip(found, expr.items)):
+    items = arg[0].items
+    found = [None if is_none(item) else spec_in_code(item, session.modules) for item in items]
+    if any(spec is None and not is_none(item) for spec, item in zip(found, items)):
         return None
     return tuple(found)
+
+
+def _out_specs(session: Session, arg: tuple[Expression, Type] | None
+               ) -> PartitionSpec | tuple[PartitionSpec | None, ...] | None:
+    """``out_specs`` as written: one spec, or a tuple of specs and ``None``; else ``None``."""
+    if arg is not None and not isinstance(arg[0], TupleExpr):
+        return spec_in_code(arg[0], session.modules)
+    return _specs(session, arg)
 
 
 def _decorator_call(context: Context) -> CallExpr | None:
