@@ -27,14 +27,14 @@ Run it on 2x2 simulated ranks and compare with one device::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from dataclasses import replace
 from typing import Annotated
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from examples.comparison import ModuleExample
+from examples import global_row_parallel
 from spmd_types import (
     P,
     PartitionSpec,
@@ -79,18 +79,7 @@ class RegionRowParallelLinear(nn.Module):
         return redistribute_spec(rows, ROWS, WHOLE)
 
 
-def reference(params: Mapping[str, Tensor], x: Tensor) -> Tensor:
-    """The same layer on one device."""
-    return F.linear(x, params["weight"])
-
-
-EXAMPLE = ModuleExample(
-    module=RegionRowParallelLinear,
-    options={"in_features": 12, "out_features": 6},
-    mesh={"dp": 2, "tp": 2},
-    inputs=lambda generator: (torch.randn(8, 12, generator=generator),),
-    reference=reference,
-)
+EXAMPLE = replace(global_row_parallel.EXAMPLE, module=RegionRowParallelLinear)  # its inputs and reference
 
 if __name__ == "__main__":
     raise SystemExit(EXAMPLE.main())

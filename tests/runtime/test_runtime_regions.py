@@ -81,13 +81,16 @@ def _laid_out(ranks: Any, value: Tensor, rows: bool) -> Any:
     return ranks.mode.rank_map(piece)
 
 
+def _typed_operands(ranks: Any, gx: Tensor, gw: Tensor) -> tuple[Tensor, Tensor]:
+    """The ranks' pieces of ``gx`` and ``gw``, typed as X_SPEC and W_SPEC say (under runtime checking)."""
+    x, w = _laid_out(ranks, gx, True), _laid_out(ranks, gw, False)
+    return spmd.assert_type(x, S["dp", 0], S["tp", 1]), spmd.assert_type(w, R["dp"], S["tp", 1])
+
+
 def test_a_region_computes_the_single_device_product(ranks8: Any) -> None:
     gx, gw = _global_operands()
     with spmd.runtime_checking() as tracker:
-        x, w = _laid_out(ranks8, gx, True), _laid_out(ranks8, gw, False)
-        spmd.assert_type(x, S["dp", 0], S["tp", 1])
-        spmd.assert_type(w, R["dp"], S["tp", 1])
-        y = row_parallel(x, w)
+        y = row_parallel(*_typed_operands(ranks8, gx, gw))
         assert tracker.type_of(y) == parse("dp:S(0), tp:R")
         assert tracker.errors == []
     expected = F.linear(gx, gw)
@@ -109,10 +112,7 @@ def test_returning_per_rank_data_where_out_specs_replicates_is_caught(ranks8: An
 def test_per_rank_data_restated_as_pending_sums(ranks8: Any) -> None:
     gx, gw = _global_operands()
     with spmd.runtime_checking() as tracker:
-        x, w = _laid_out(ranks8, gx, True), _laid_out(ranks8, gw, False)
-        spmd.assert_type(x, S["dp", 0], S["tp", 1])
-        spmd.assert_type(w, R["dp"], S["tp", 1])
-        y = row_parallel_pending(x, w)
+        y = row_parallel_pending(*_typed_operands(ranks8, gx, gw))
         assert tracker.type_of(y) == parse("dp:S(0), tp:P")
     expected = F.linear(gx, gw)
     for d in range(DP):
