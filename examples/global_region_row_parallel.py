@@ -30,9 +30,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Annotated
 
-import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from examples import global_row_parallel
 from spmd_types import (
@@ -42,7 +41,6 @@ from spmd_types import (
     S,
     V,
     all_reduce,
-    axis_size,
     global_spmd,
     local_region,
     redistribute_spec,
@@ -62,14 +60,8 @@ def reduced_product(x: Annotated[Tensor, S["tp", 1]], w: Annotated[Tensor, S["tp
     return all_reduce(reinterpret(y, "tp", src=V, dst=P), "tp", src=P, dst=R)
 
 
-class RegionRowParallelLinear(nn.Module):
-    """``linear(x, weight)`` with the input features cut over ``tp``: global, with a local region on ``tp``."""
-
-    weight: Annotated[nn.Parameter, PartitionSpec(None, "tp"), R["dp"]]  # [out_features, in_features / tp]
-
-    def __init__(self, in_features: int, out_features: int) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.empty(out_features, in_features // axis_size("tp")))
+class RegionRowParallelLinear(global_row_parallel.GlobalRowParallelLinear):
+    """The same layer and weight as ``GlobalRowParallelLinear``; its forward reduces by hand, in a local region."""
 
     @global_spmd
     def forward(

@@ -99,16 +99,6 @@ def test_a_region_computes_the_single_device_product(ranks8: Any) -> None:
         assert torch.allclose(y._local_tensors[rank], expected.chunk(DP, dim=0)[d])
 
 
-def test_returning_per_rank_data_where_out_specs_replicates_is_caught(ranks8: Any) -> None:
-    with spmd.runtime_checking():
-        x = ranks8.typed(S["dp", 0], S["tp", 1], shape=(3, 8))
-        w = ranks8.typed(R["dp"], S["tp", 1], shape=(5, 8))
-        with pytest.raises(SpmdTypeCheckError, match=r"out_specs says R on 'tp'.*returns V") as raised:
-            row_parallel_unreduced(x, w)
-    assert raised.value.code == "spmd-boundary"
-    assert 'local_region "unreduced_product"' in str(raised.value)
-
-
 def test_per_rank_data_restated_as_pending_sums(ranks8: Any) -> None:
     gx, gw = _global_operands()
     with spmd.runtime_checking() as tracker:
@@ -120,12 +110,16 @@ def test_per_rank_data_restated_as_pending_sums(ranks8: Any) -> None:
         assert torch.allclose(total, expected.chunk(DP, dim=0)[d])
 
 
-def test_an_argument_laid_out_otherwise_is_caught_on_entry(ranks8: Any) -> None:
+@pytest.mark.parametrize(("x_dim", "call", "message"), [
+    (1, row_parallel_unreduced, r"local_region \"unreduced_product\" output 0.*out_specs says R on 'tp'.*returns V"),
+    (0, reduced_product, r"in_specs\[0\] says S\(1\), the argument is S\(0\)"),
+], ids=["V returned where out_specs replicates", "an argument laid out otherwise"])
+def test_a_wrong_region_is_caught_on_entry_or_exit(ranks8: Any, x_dim: int, call: Any, message: str) -> None:
     with spmd.runtime_checking():
-        x = ranks8.typed(S["dp", 0], S["tp", 0], shape=(3, 8))
+        x = ranks8.typed(S["dp", 0], S["tp", x_dim], shape=(3, 8))
         w = ranks8.typed(R["dp"], S["tp", 1], shape=(5, 8))
-        with pytest.raises(SpmdTypeCheckError, match=r"in_specs\[0\] says S\(1\), the argument is S\(0\)") as raised:
-            reduced_product(x, w)
+        with pytest.raises(SpmdTypeCheckError, match=message) as raised:
+            call(x, w)
     assert raised.value.code == "spmd-boundary"
 
 
