@@ -147,6 +147,7 @@ def region_input(region: Region, k: int, argument: SpmdType | None, declared: Sp
             found.append(replace(v, reason=f"in_specs[{k}] says {_code(spec.get(v.axis or ''))}, the argument is "
                                            f"{_code(argument.get(v.axis or ''))}: {v.reason}"))
     if declared is not None:
+        found.extend(_varying_off_region(region, declared, "the parameter declares V on {axis!r}", spec))
         for v in check_fits(spec, declared):
             reason = (f"in_specs[{k}] gives {_code(spec.get(v.axis or ''))} on {v.axis!r}, but the parameter "
                       f"declares {_code(declared.get(v.axis or ''))}; declare the type the spec gives, or change "
@@ -168,11 +169,7 @@ def region_output(region: Region, j: int, have: SpmdType) -> tuple[Violation, ..
         got = have.get(axis)
         local = axis in region.axes
         if got is V and not local:
-            found.append(Violation(Code.GLOBAL, axis, (
-                f"the function returns V on {axis!r}, which the region keeps global (only {', '.join(region.axes)} "
-                f"{'is' if len(region.axes) == 1 else 'are'} local inside it); return {want.code} there, as "
-                f"out_specs says, or add {axis!r} to the region's axes"), ("V", want.code)))
-            continue
+            continue  # see below
         if got is None or fits(got, want) or (local and got is V and (isinstance(want, Shard) or want is P)):
             continue
         (v,) = check_fits(SpmdType({axis: got}), SpmdType({axis: want}))
@@ -191,6 +188,20 @@ def region_output(region: Region, j: int, have: SpmdType) -> tuple[Violation, ..
         fixes = fixes_between(got, want, axis) if isinstance(got, (LocalType, Shard)) and got is not V and isinstance(
             want, (LocalType, Shard)) else ()
         found.append(replace(v, code=Code.BOUNDARY, reason=reason, fixes=fixes))
+    return _varying_off_region(region, have, "the function returns V on {axis!r}", spec) + tuple(found)
+
+
+def _varying_off_region(region: Region, declared: SpmdType, what: str, spec: SpmdType) -> tuple[Violation, ...]:
+    """``V`` in ``declared`` on an axis the region keeps global, where ``spec`` says what is wanted there."""
+    local = ", ".join(region.axes)
+    found = []
+    for axis, kind in declared.items():
+        want = spec.get(axis)
+        if kind is V and axis not in region.axes and want is not None:
+            reason = (f"{what.format(axis=axis)}, which the region keeps global (only {local} "
+                      f"{'is' if len(region.axes) == 1 else 'are'} local inside it): V has no global meaning; "
+                      f"declare {want.code} there, as the spec says, or add {axis!r} to the region's axes")
+            found.append(Violation(Code.GLOBAL, axis, reason, ("V", want.code)))
     return tuple(found)
 
 

@@ -104,3 +104,12 @@ def test_arity() -> None:
     assert region_arity(two, 1, 2) is None
     assert "out_specs has 2 entries for a function returning 3" in str(region_arity(two, 1, 3))
     assert "does not return a tuple" in str(region_arity(two, 1, None))
+
+
+def test_v_off_the_regions_axes_is_not_global() -> None:
+    region = _region(PartitionSpec("dp", None, partial="tp"))
+    (parameter,) = region_input(region, 0, None, parse("dp:V, tp:V"))
+    (returned,) = region_output(region, 0, parse("dp:V, tp:V"))
+    for violation, what in ((parameter, "the parameter declares"), (returned, "the function returns")):
+        assert violation.code is Code.GLOBAL and violation.axis == "dp"
+        assert f"{what} V on 'dp', which the region keeps global (only tp is local inside it)" in violation.reason

@@ -119,3 +119,8 @@ doubled_region = local_region("tp", in_specs=(X,), out_specs=X)(doubled)  # OK
 @global_spmd
 def call_form(x: Annotated[Tensor, PartitionSpec("dp", "tp")]) -> Annotated[Tensor, PartitionSpec("dp", "tp")]:
     return doubled_region(x)  # OK: V re-stated as S(1) on tp
+
+
+@local_region("tp", in_specs=(X,), out_specs=X)  # E: [spmd-global] the parameter declares V on 'dp', which the region keeps global
+def varying_on_dp(a: Annotated[Tensor, V["dp"], V["tp"]]) -> Tensor:
+    return a  # OK
