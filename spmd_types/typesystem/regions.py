@@ -159,7 +159,9 @@ def region_input(region: Region, k: int, argument: SpmdType | None, declared: Sp
 def region_output(region: Region, j: int, have: SpmdType) -> tuple[Violation, ...]:
     """How returned tensor ``j`` of type ``have`` breaks its entry of ``out_specs`` (see the module docstring).
 
-    The fixes are calls on the returned value inside the function.
+    Where a collective would make the returned value fit, the message names
+    it (with its cost), as a change inside the function: a violation carries
+    no fix, because it is reported where the region is made.
     """
     spec = region.outputs[j] if j < len(region.outputs) else None
     if spec is None:
@@ -187,7 +189,10 @@ def region_output(region: Region, j: int, have: SpmdType) -> tuple[Violation, ..
             reason = f"out_specs says {want.code} on {axis!r}, but the function returns {got.code}"
         fixes = fixes_between(got, want, axis) if isinstance(got, (LocalType, Shard)) and got is not V and isinstance(
             want, (LocalType, Shard)) else ()
-        found.append(replace(v, code=Code.BOUNDARY, reason=reason, fixes=fixes))
+        # The fix is a change inside the function, not at the region where this is reported.
+        inside = " or ".join(f.render("out") for f in fixes)
+        reason += f"; the function could instead return {inside}" if inside else ""
+        found.append(replace(v, code=Code.BOUNDARY, reason=reason, fixes=()))
     return _varying_off_region(region, have, "the function returns V on {axis!r}", spec) + tuple(found)
 
 
