@@ -64,12 +64,14 @@ def check_local_region(session: Session, ctx: FunctionContext) -> Verdict:
     """``local_region(axes, in_specs=..., out_specs=...)``: its arguments read, and the decorator typed."""
     args = by_name(ctx)
     verdict = Verdict()
-    axes = _axes(args["axes"][0]) if "axes" in args else None
+    if not {"axes", "in_specs", "out_specs"} <= args.keys():
+        return verdict  # mypy reports the missing argument
+    axes = _axes(args["axes"][0])
     if axes is None:
         verdict.report([Violation(Code.AXIS, None, _UNREADABLE_AXES)], ctx.context, "local_region")
         return verdict
-    in_specs = _specs(session, args.get("in_specs"))
-    out_specs = _out_specs(session, args.get("out_specs"))
+    in_specs = _specs(session, args["in_specs"])
+    out_specs = _out_specs(session, args["out_specs"])
     for name, specs in (("in_specs", in_specs), ("out_specs", out_specs)):
         if specs is None:
             reason = (f"cannot read local_region's {name}: write it in the call as "
@@ -149,9 +151,9 @@ def _axes(expr: Expression) -> tuple[str, ...] | None:
     return tuple(n for n in names if n is not None) if names and None not in names else None
 
 
-def _specs(session: Session, arg: tuple[Expression, Type] | None) -> tuple[PartitionSpec | None, ...] | None:
+def _specs(session: Session, arg: tuple[Expression, Type]) -> tuple[PartitionSpec | None, ...] | None:
     """``in_specs`` (or a tuple of ``out_specs``) as written: a tuple of specs and ``None``; else ``None``."""
-    if arg is None or not isinstance(arg[0], TupleExpr):
+    if not isinstance(arg[0], TupleExpr):
         return None
     items = arg[0].items
     found = [None if is_none(item) else spec_in_code(item, session.modules) for item in items]
@@ -160,10 +162,10 @@ def _specs(session: Session, arg: tuple[Expression, Type] | None) -> tuple[Parti
     return tuple(found)
 
 
-def _out_specs(session: Session, arg: tuple[Expression, Type] | None
+def _out_specs(session: Session, arg: tuple[Expression, Type]
                ) -> PartitionSpec | tuple[PartitionSpec | None, ...] | None:
     """``out_specs`` as written: one spec, or a tuple of specs and ``None``; else ``None``."""
-    if arg is not None and not isinstance(arg[0], TupleExpr):
+    if not isinstance(arg[0], TupleExpr):
         return spec_in_code(arg[0], session.modules)
     return _specs(session, arg)
 

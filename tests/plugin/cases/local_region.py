@@ -124,3 +124,18 @@ def call_form(x: Annotated[Tensor, PartitionSpec("dp", "tp")]) -> Annotated[Tens
 @local_region("tp", in_specs=(X,), out_specs=X)  # E: [spmd-global] the parameter declares V on 'dp', which the region keeps global
 def varying_on_dp(a: Annotated[Tensor, V["dp"], V["tp"]]) -> Tensor:
     return a  # OK
+
+
+@local_region("tp", in_specs=(X, None), out_specs=(X, None))  # OK: a non-tensor passes as it is
+def with_a_count(a: Annotated[Tensor, S["tp", 1]], n: int) -> tuple[Annotated[Tensor, V["tp"]], int]:
+    return a * n, n  # OK
+
+
+class Block:
+    @local_region("tp", in_specs=(None, X), out_specs=X)  # OK: self has no spec
+    def forward(self, a: Annotated[Tensor, V["tp"]]) -> Annotated[Tensor, V["tp"]]:
+        return a  # OK
+
+
+def missing_specs() -> None:
+    local_region("tp")  # E: [call-arg] Missing named argument "in_specs" for "local_region"  # E: [call-arg] Missing named argument "out_specs" for "local_region"
