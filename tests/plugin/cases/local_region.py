@@ -139,3 +139,12 @@ class Block:
 
 def missing_specs() -> None:
     local_region("tp")  # E: [call-arg] Missing named argument "in_specs" for "local_region"  # E: [call-arg] Missing named argument "out_specs" for "local_region"
+
+
+def local_product(a: Tensor, b: Tensor) -> Annotated[Tensor, V["tp"]]:
+    return F.linear(a, b)
+
+
+@local_region("tp", in_specs=(X, W), out_specs=PartitionSpec("dp", None, partial="tp"))  # OK
+def calls_a_local_function(a: Annotated[Tensor, S["tp", 1]], b: Annotated[Tensor, S["tp", 1]]) -> Annotated[Tensor, V["tp"]]:
+    return local_product(a, b)  # OK: V on tp, a local axis here
