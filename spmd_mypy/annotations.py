@@ -55,12 +55,14 @@ from spmd_types.typesystem import (
     Axis,
     AxisTypes,
     Code,
+    EntryOrders,
     PartitionSpec,
-    R,
     SpmdType,
     axis_types_marker,
     markers_from_text,
+    replicated_elsewhere,
     shard_marker,
+    spec_orders,
     spmd_type_from_metadata,
 )
 
@@ -72,10 +74,12 @@ class _Bad(Exception):
 
 
 class _Declared(NamedTuple):
-    """The SPMD type an annotation declares, and the tensor's rank where a ``PartitionSpec`` says it."""
+    """The SPMD type an annotation declares, and the tensor's rank and entry orders where a ``PartitionSpec`` says
+    them."""
 
     spmd: SpmdType
     rank: int | None = None
+    orders: EntryOrders = ()
 
 
 def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> Type:
@@ -160,7 +164,7 @@ def _read_metadata(
     if not specs:
         return _Declared(spmd)
     # The mesh's other axes, where configured, are replicated (markers may say otherwise).
-    return _Declared(SpmdType({**dict.fromkeys(options.axes, R), **dict(spmd.items())}), len(specs[0]))
+    return _Declared(replicated_elsewhere(spmd, options.axes), len(specs[0]), spec_orders(specs[0]))
 
 
 def _partition_spec(ctx: AnalyzeTypeContext, item: Type) -> PartitionSpec | None:
@@ -290,7 +294,7 @@ def _tensor(
               Code.ANNOTATION)
         return base
     _check_axes(ctx, declared.spmd.axes, options)
-    return encoder.tensor(declared.spmd, proper, inferred=False, rank=declared.rank)
+    return encoder.tensor(declared.spmd, proper, inferred=False, rank=declared.rank, orders=declared.orders)
 
 
 def _axis_group(ctx: AnalyzeTypeContext, base: Type, axes: tuple[str, ...], encoder: Encoder) -> Type | None:

@@ -42,7 +42,7 @@ from mypy.types import (
     get_proper_type,
 )
 
-from spmd_mypy import files
+from spmd_mypy import files, global_mode
 from spmd_mypy.compat import (
     bind_method,
     checks_a_value_of_a_type_variable,
@@ -176,6 +176,8 @@ def check_call(session: Session, ctx: FunctionContext | MethodContext, callee: s
         session.relaxed.pop(ctx.context, None)
     if isinstance(declared, CallableType):
         _check_arguments(session, verdict, declared, ctx, callee, speculative=overloaded)
+    entering = global_mode.call_result_violations(session, ctx.api, ctx.context, callee, ctx.default_return_type)
+    verdict.report(entering, ctx.context, f'call of "{callee}"', speculative=overloaded)
     return verdict
 
 
@@ -331,7 +333,9 @@ def _compare(session: Session, api: CheckerPluginInterface, verdict: Verdict, ac
         if isinstance(value, Divergent):
             report_divergent(verdict, expr, value)
             return []
-        return list(check_fits(value, declared)) if value is not None else []
+        if value is None:
+            return []
+        return list(check_fits(value, declared) or global_mode.order_violations(session, api, expr, want, have))
     if isinstance(want, UnionType):  # Optional[...]: compare with the one SPMD member
         members = [t for t in want.items if has_spmd(t)]
         if len(members) == 1:
@@ -401,7 +405,7 @@ def fit_declared(
         return expected if is_tensor(result) else result
     if not isinstance(value, SpmdType):
         return result
-    violations = check_fits(value, declared)
+    violations = check_fits(value, declared) or global_mode.order_violations(session, api, context, expected, result)
     operands: tuple[str | None, ...] = ()
     producer = verdict.producer
     if producer is not None:

@@ -47,6 +47,7 @@ from mypy.nodes import (
     NameExpr,
     Node,
     OperatorAssignmentStmt,
+    OverloadedFuncDef,
     RaiseStmt,
     RefExpr,
     ReturnStmt,
@@ -87,6 +88,7 @@ __all__ = [
     "check_with_types",
     "checked_file",
     "declared_return_type",
+    "decorated_returns",
     "expression_type",
     "filter_errors",
     "final_str_value",
@@ -99,6 +101,7 @@ __all__ = [
     "name_assignments",
     "note",
     "past_speculation",
+    "read_orders",
     "read_side_channel",
     "replace_type_variables",
     "returned_values",
@@ -115,6 +118,7 @@ __all__ = [
 _SIDE_CHANNEL: Final = "__spmd_type__"
 _DECLARED: Final = "__spmd_declared__"
 _RANK: Final = "__spmd_rank__"
+_ORDERS: Final = "__spmd_orders__"
 
 
 def lookup_type_info(modules: dict[str, MypyFile] | None, fullname: str) -> TypeInfo | None:
@@ -440,6 +444,27 @@ def statements_in(node: Node) -> Iterator[Node]:
         pending.extend(_nested_statements(node))
 
 
+def decorated_returns(context: Context) -> list[ReturnStmt]:
+    """The ``return`` statements of the function that the decorator call ``context`` applies to.
+
+    mypy checks a decorated function's body before its decorators, so the
+    types of the returned values are known by then.  Returns of nested
+    functions and classes are theirs, not the function's.  ``[]`` where
+    ``context`` is no decorator.
+    """
+    if not isinstance(context, Decorator):
+        return []
+    found: list[ReturnStmt] = []
+    pending: list[Node] = [context.func.body]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ReturnStmt):
+            found.append(node)
+        elif not isinstance(node, (FuncDef, Decorator, ClassDef, OverloadedFuncDef)):
+            pending.extend(_nested_statements(node))
+    return found
+
+
 def subexpressions(node: Node) -> list[Expression]:
     """Every expression in ``node`` (a function: its body, nested functions included)."""
     from mypy.server.subexpr import get_subexpressions
@@ -633,13 +658,16 @@ def read_side_channel(instance: Instance) -> str | None:
 
 
 def with_side_channel(instance: Instance, text: str, str_type: Instance, declared: bool,
-                      rank: int | None = None) -> Instance:
-    """``instance`` carrying ``text``, whether it is a declaration, and the rank if known, in its side channel."""
+                      rank: int | None = None, orders: str = "") -> Instance:
+    """``instance`` carrying ``text``, whether it is a declaration, the rank if known and the entry orders if
+    any (as text), in its side channel."""
     attrs: dict[str, Type] = {_SIDE_CHANNEL: LiteralType(text, str_type)}
     if declared:
         attrs[_DECLARED] = LiteralType(True, str_type)
     if rank is not None:
         attrs[_RANK] = LiteralType(rank, str_type)
+    if orders:
+        attrs[_ORDERS] = LiteralType(orders, str_type)
     instance.extra_attrs = ExtraAttrs(attrs, set(), None)
     return instance
 
@@ -648,6 +676,12 @@ def read_rank(instance: Instance) -> int | None:
     """The rank an SPMD-typed Instance carries (a declaration by a ``PartitionSpec``), if any."""
     value = instance.extra_attrs.attrs.get(_RANK) if instance.extra_attrs is not None else None
     return value.value if isinstance(value, LiteralType) and isinstance(value.value, int) else None
+
+
+def read_orders(instance: Instance) -> str:
+    """The entry orders an SPMD-typed Instance carries, as the text :func:`with_side_channel` was given; else ``""``."""
+    value = instance.extra_attrs.attrs.get(_ORDERS) if instance.extra_attrs is not None else None
+    return value.value if isinstance(value, LiteralType) and isinstance(value.value, str) else ""
 
 
 def is_declaration(instance: Instance) -> bool:

@@ -42,7 +42,7 @@ from mypy.types import (
     get_proper_type,
 )
 
-from spmd_mypy.compat import lookup_type_info, read_rank, read_side_channel, with_side_channel
+from spmd_mypy.compat import lookup_type_info, read_orders, read_rank, read_side_channel, with_side_channel
 from spmd_mypy.fullnames import (
     AXIS_GROUP,
     LOCAL_MAP_DECORATOR,
@@ -57,7 +57,16 @@ from spmd_mypy.fullnames import (
     TENSOR,
 )
 from spmd_mypy.session import Session
-from spmd_types.typesystem import Constant, LocalMap, Placements, SpmdType, local_type, merge_paths, parse
+from spmd_types.typesystem import (
+    Constant,
+    EntryOrders,
+    LocalMap,
+    Placements,
+    SpmdType,
+    local_type,
+    merge_paths,
+    parse,
+)
 
 __all__ = [
     "Divergent",
@@ -128,6 +137,13 @@ class Encoder:
         return read_rank(proper) if isinstance(proper, Instance) else None
 
     @staticmethod
+    def orders(typ: Type) -> EntryOrders:
+        """The axis orders of an SPMD-typed tensor's multi-axis entries, where a ``PartitionSpec`` says them."""
+        proper = get_proper_type(typ)
+        text = read_orders(proper) if isinstance(proper, Instance) else ""
+        return _read_orders(text) if text else ()
+
+    @staticmethod
     def read_axis(typ: Type) -> str | None:
         """The mesh axis of a process group typed ``AxisGroup[Literal["tp"]]``."""
         return _literal_arg(typ, AXIS_GROUP)
@@ -164,9 +180,9 @@ class Encoder:
         return package.path
 
     def tensor(self, spmd: SpmdType, base: Instance, *, inferred: bool, kept: bool = False,
-               rank: int | None = None) -> Instance | None:
-        """``base`` (a tensor instance) carrying ``spmd`` (and ``rank``, where known); ``None`` if the phantoms are
-        not loaded.
+               rank: int | None = None, orders: EntryOrders = ()) -> Instance | None:
+        """``base`` (a tensor instance) carrying ``spmd`` (and ``rank`` and the entry ``orders``, where known);
+        ``None`` if the phantoms are not loaded.
 
         ``inferred`` marks a value computed by the plugin, which is written
         ``SpmdTensor[Any]`` where variables cannot be re-typed (see the module
@@ -183,17 +199,18 @@ class Encoder:
         if info is None:
             return None
         if not inferred:
-            return self._build(info, spmd, inferred, kept, rank)
+            return self._build(info, spmd, inferred, kept, rank, orders)
         # mypy shares a type among the expressions it flows to, never changing it; so can the plugin.
-        key = (info, spmd, self._rebindable, kept, rank)
+        key = (info, spmd, self._rebindable, kept, rank, orders)
         typed = _COMPUTED.get(key)
         if typed is None:
             if len(_COMPUTED) >= _COMPUTED_MAX:
                 _COMPUTED.clear()
-            typed = _COMPUTED[key] = self._build(info, spmd, inferred, kept, rank)
+            typed = _COMPUTED[key] = self._build(info, spmd, inferred, kept, rank, orders)
         return typed
 
-    def _build(self, info: TypeInfo, spmd: SpmdType, inferred: bool, kept: bool, rank: int | None) -> Instance:
+    def _build(self, info: TypeInfo, spmd: SpmdType, inferred: bool, kept: bool, rank: int | None,
+               orders: EntryOrders) -> Instance:
         items: list[Type] = [
             LiteralType(f"{axis}:{local_type(kind).code}", self._str)
             for axis, kind in spmd.items()
@@ -206,7 +223,8 @@ class Encoder:
             arg = AnyType(TypeOfAny.special_form)
         else:
             arg = items[0] if len(items) == 1 else UnionType(items)
-        return with_side_channel(Instance(info, [arg]), str(spmd), self._str, declared=not inferred, rank=rank)
+        return with_side_channel(Instance(info, [arg]), str(spmd), self._str, declared=not inferred, rank=rank,
+                                 orders=";".join(",".join(axes) for axes in orders))
 
     def axis_group(self, axis: str) -> Instance | None:
         """``AxisGroup[Literal[axis]]``, the type of a process group of mesh axis ``axis``."""
@@ -256,9 +274,15 @@ def _read_instance(instance: Instance) -> SpmdType | None:
 # Every read of an SPMD-typed value parses its text; a program has few distinct ones.
 _parse: Final = functools.lru_cache(maxsize=4096)(parse)
 
+
+@functools.lru_cache(maxsize=256)
+def _read_orders(text: str) -> EntryOrders:
+    """Entry orders written ``"dp,tp;cp,ep"`` (see :meth:`Encoder.tensor`)."""
+    return tuple(tuple(entry.split(",")) for entry in text.split(";"))
+
 # The type of every value the plugin computes, by phantom class, SPMD type, whether variables can be
-# re-typed, whether the value is kept by a declared variable and its rank (see Encoder.tensor): a program computes
-# few distinct ones, at every op.  The phantom class is part of the key, so a daemon that reloads the
+# re-typed, whether the value is kept by a declared variable, its rank and entry orders (see Encoder.tensor):
+# a program computes few distinct ones, at every op.  The phantom class is part of the key, so a daemon that reloads the
 # stubs builds new types.
-_COMPUTED: Final[dict[tuple[TypeInfo, SpmdType, bool, bool, int | None], Instance]] = {}
+_COMPUTED: Final[dict[tuple[TypeInfo, SpmdType, bool, bool, int | None, EntryOrders], Instance]] = {}
 _COMPUTED_MAX: Final = 4096

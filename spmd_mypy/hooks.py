@@ -331,7 +331,7 @@ def finish(session: Session, api: CheckerPluginInterface, context: Context, defa
     """
     typed = verdict.returns if verdict.returns is not None else default
     if verdict.result is not None:
-        typed = with_result(Encoder.for_checker(session, api), typed, verdict.result)
+        typed = with_result(Encoder.for_checker(session, api), typed, verdict.result, verdict.rank, verdict.orders)
     if verdict.fit:
         typed = fit_declared(session, api, typed, context, verdict)
     emit(api, size_one.remaining(session, api, verdict.reports))

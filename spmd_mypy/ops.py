@@ -326,7 +326,12 @@ def check_property(session: Session, ctx: AttributeContext, attribute: str) -> V
     if not isinstance(spmd, SpmdType):
         return Verdict()
     name = method_name(attribute)
-    return Verdict(result=apply_op(lookup(name), [Operand("input", spmd)], op=name).result)
+    result = apply_op(lookup(name), [Operand("input", spmd)], op=name).result
+    rank, orders, _ = global_mode.result_layout(session, ctx.api, ctx.context, name,
+                                                [Operand("input", spmd, Encoder.rank(ctx.type))],
+                                                [Encoder.orders(ctx.type)], {}, result)
+    # Where it carries entry orders (in a global function), the result is fitted to where it goes, as an op's is.
+    return Verdict(result=result, rank=rank, orders=orders, fit=bool(orders))
 
 
 def _involves_spmd(session: Session, ctx: FunctionContext | MethodContext) -> bool:
@@ -450,6 +455,10 @@ def _apply(
         verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
     if not returns_tensor:
         return verdict
+    verdict.rank, verdict.orders, unordered = global_mode.result_layout(
+        session, ctx.api, ctx.context, name, arguments.operands, arguments.orders, arguments.literals, outcome.result)
+    if not outcome.violations:  # operands cut along different dims are reported once, by the per-axis rules
+        verdict.report(unordered, ctx.context, where, arguments.spelled, speculative=speculative)
     result = outcome.result
     if constant and files.is_written_later(session, ctx.api, ctx.context):
         result = written_buffer(result)  # what it holds once written into

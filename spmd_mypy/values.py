@@ -60,6 +60,7 @@ from spmd_types.typesystem import (
     UNKNOWN,
     WEAK,
     ZERO,
+    EntryOrders,
     Operand,
     OpRule,
     Shard,
@@ -90,10 +91,13 @@ class Arguments:
     literals: dict[str, object] = field(default_factory=dict)
     typed: bool = False  # whether some operand has an SPMD type
     lengths: set[int] = field(default_factory=set)  # the operands that are a shard's length (x.shape[0])
+    orders: list[EntryOrders] = field(default_factory=list)  # each operand's entry orders, where a spec says them
 
-    def add(self, param: str, spmd: SpmdType, written: Expression | str | None, ndim: int | None = None) -> None:
+    def add(self, param: str, spmd: SpmdType, written: Expression | str | None, ndim: int | None = None,
+            orders: EntryOrders = ()) -> None:
         self.operands.append(Operand(param, spmd, ndim))
         self.written.append(written)
+        self.orders.append(orders)
 
     @property
     def spelled(self) -> list[str | None]:
@@ -165,7 +169,8 @@ def _read_value(
                 out.divergent.append((expr, found))
             found = UNKNOWN
         out.typed = out.typed or found is not None
-        out.add(param, found if found is not None else UNKNOWN, expr, ndim=Encoder.rank(proper))
+        out.add(param, found if found is not None else UNKNOWN, expr, ndim=Encoder.rank(proper),
+                orders=Encoder.orders(proper))
         return
     elements = _elements(api, proper, expr)
     if elements is not None:
@@ -283,15 +288,17 @@ def _is_zero(typ: ProperType, expr: Expression | None) -> bool:
     return isinstance(typ, LiteralType) and typ.value == 0
 
 
-def with_result(encoder: Encoder, default: Type, spmd: SpmdType) -> Type:
+def with_result(encoder: Encoder, default: Type, spmd: SpmdType, rank: int | None = None,
+                orders: EntryOrders = ()) -> Type:
     """``default`` (an op's declared return type) with every tensor in it typed ``spmd``.
 
-    Ops with several tensor outputs (``split``, ``unbind``) give each the result type.
+    Ops with several tensor outputs (``split``, ``unbind``) give each the
+    result type; ``rank`` and ``orders`` (entry orders) are those of a result that is one tensor.
     """
     proper = get_proper_type(default)
     if is_tensor(proper):
         assert isinstance(proper, Instance)
-        return encoder.tensor(spmd, proper, inferred=True) or default
+        return encoder.tensor(spmd, proper, inferred=True, rank=rank, orders=orders) or default
     if isinstance(proper, TupleType):
         return proper.copy_modified(items=[with_result(encoder, t, spmd) for t in proper.items])
     if isinstance(proper, Instance) and proper.type.fullname in SEQUENCES and proper.args:

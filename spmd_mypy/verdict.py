@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from mypy.nodes import Context
 from mypy.types import Type
 
-from spmd_types.typesystem import AxisType, SpmdType, Violation
+from spmd_types.typesystem import AxisType, EntryOrders, SpmdType, Violation
 
 __all__ = ["Producer", "Report", "Verdict"]
 
@@ -63,7 +63,9 @@ class Verdict:
     """The outcome of checking one call or attribute.
 
     ``returns`` replaces mypy's result type (``None``: mypy's own), and
-    ``result``, when known, is the SPMD type every tensor in it gets.  With
+    ``result``, when known, is the SPMD type every tensor in it gets (and
+    ``rank`` and ``orders``, when known, the rank and entry orders a single
+    tensor result has, in a global function).  With
     ``fit`` the typed result is compared with the declaration it flows into,
     where ``speculative`` says whether mypy is only trying the expression and
     ``producer`` names the collective that computed it (its fix is then that
@@ -73,6 +75,8 @@ class Verdict:
     reports: list[Report] = field(default_factory=list)
     returns: Type | None = None
     result: SpmdType | None = None
+    rank: int | None = None
+    orders: EntryOrders = ()
     fit: bool = False
     speculative: bool = False
     producer: Producer | None = None

@@ -1072,7 +1072,9 @@ def checked(fn: _F) -> _F:
 
     Each argument whose parameter is annotated with an SPMD type
     (``Annotated[Tensor, R["dp"]]``, also inside ``Optional``, ``tuple``,
-    ``list`` and ``Sequence``, and on ``*args``) must fit that type, and has it
+    ``list`` and ``Sequence``, and on ``*args``; a ``PartitionSpec`` there
+    also declares ``R`` on each axis of the current mesh that neither it nor
+    a marker names) must fit that type, and has it
     inside the call (a ``V`` argument of an ``S(0)`` parameter is ``S(0)``
     there); afterwards it has its own type again.  The result must fit the
     declared return type, and has that type in the caller.  A method of an

@@ -1,7 +1,9 @@
 """What annotations declare about the tensors a value holds, for runtime checking.
 
 A hint such as ``Annotated[Tensor, R["dp"]]`` declares the SPMD type of a
-tensor; inside ``Optional[...]``, ``tuple[...]``, ``list[...]`` and
+tensor; one with a ``PartitionSpec`` also declares ``R`` on each axis of the
+current mesh that neither the spec nor a marker names (:class:`OnMesh`,
+resolved when a value is checked, on the mesh current then); inside ``Optional[...]``, ``tuple[...]``, ``list[...]`` and
 ``Sequence[...]`` (and on ``*args``) it declares the type of each tensor the
 value holds.  The markers are read by the rule core
 (:func:`~spmd_types.typesystem.annotations.spmd_type_from_metadata`); this
@@ -15,19 +17,34 @@ import collections.abc
 import inspect
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import torch
 
-from spmd_types.typesystem import SpmdType, spmd_type_from_metadata
+from spmd_types._mesh import current_axes
+from spmd_types.typesystem import PartitionSpec, SpmdType, replicated_elsewhere, spmd_type_from_metadata
 
 __all__ = [
-    "Configurations", "Declarations", "Each", "Items", "Tree", "annotations_of", "callee_name", "declared_trees",
-    "declared_values",
-    "tree_of",
+    "Configurations", "Declarations", "Each", "Items", "OnMesh", "Tree", "annotations_of", "callee_name",
+    "declared_trees", "declared_values", "tree_of",
 ]
+
+
+@dataclass(frozen=True)
+class OnMesh:
+    """A declaration with a ``PartitionSpec``: ``declared`` on the axes it names, ``R`` on the current mesh's others."""
+
+    declared: SpmdType
+
+    def on(self, axes: Iterable[str]) -> SpmdType:
+        """The declared type on a mesh of ``axes``."""
+        return replicated_elsewhere(self.declared, axes)
+
+    def on_current_mesh(self) -> SpmdType:
+        """The declared type on the axes of the current mesh (no mesh: only the named axes)."""
+        return self.on(current_axes())
 
 
 @dataclass(frozen=True)
@@ -44,7 +61,7 @@ class Items:
     items: tuple[Tree | None, ...]
 
 
-Tree = SpmdType | Each | Items
+Tree = SpmdType | OnMesh | Each | Items
 _SEQUENCES: Final = frozenset({list, tuple, collections.abc.Sequence, collections.abc.Iterable,
                                collections.abc.MutableSequence})
 
@@ -53,8 +70,11 @@ def tree_of(hint: object) -> Tree | None:
     """What a type hint declares about the tensors in a value of that type (``None``: nothing)."""
     origin = typing.get_origin(hint)
     if origin is typing.Annotated:
-        spmd = spmd_type_from_metadata(getattr(hint, "__metadata__", ()))
-        return spmd if spmd is not None else tree_of(getattr(hint, "__origin__", None))
+        metadata = getattr(hint, "__metadata__", ())
+        spmd = spmd_type_from_metadata(metadata)
+        if spmd is None:
+            return tree_of(getattr(hint, "__origin__", None))
+        return OnMesh(spmd) if any(isinstance(item, PartitionSpec) for item in metadata) else spmd
     arguments = typing.get_args(hint)
     if origin is typing.Union or origin is types.UnionType:
         found = [t for t in (tree_of(a) for a in arguments if a is not type(None)) if t is not None]
@@ -73,6 +93,9 @@ def declared_values(value: object, tree: Tree) -> Iterator[tuple[torch.Tensor, S
     if isinstance(tree, SpmdType):
         if isinstance(value, torch.Tensor):
             yield value, tree
+    elif isinstance(tree, OnMesh):
+        if isinstance(value, torch.Tensor):
+            yield value, tree.on_current_mesh()
     elif isinstance(tree, Each):
         if isinstance(value, (list, tuple)):
             for item in value:

@@ -57,6 +57,7 @@ __all__ = [
     "Group",
     "axis_index",
     "axis_size",
+    "current_axes",
     "current_mesh",
     "per_rank",
     "rank_values",
@@ -250,6 +251,11 @@ def set_current_mesh(mesh: DeviceMesh) -> Iterator[DeviceMesh]:
 def current_mesh() -> DeviceMesh | None:
     """``current_mesh() -> DeviceMesh | None``: the mesh of the innermost ``set_current_mesh`` block."""
     return _STACK[-1].mesh if _STACK else None
+
+
+def current_axes() -> tuple[str, ...]:
+    """The axis names of the current mesh, in its order; ``()`` when no mesh is current."""
+    return _STACK[-1].names if _STACK else ()
 
 
 # Process groups and 1-D meshes passed directly as ``axis``, keyed by identity.

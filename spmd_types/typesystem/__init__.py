@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.annotations import Spmd as Spmd
     from spmd_types.typesystem.annotations import axis_of_hint as axis_of_hint
     from spmd_types.typesystem.annotations import markers_from_text as markers_from_text
+    from spmd_types.typesystem.annotations import replicated_elsewhere as replicated_elsewhere
     from spmd_types.typesystem.annotations import spmd_type_from_metadata as spmd_type_from_metadata
     from spmd_types.typesystem.annotations import spmd_type_of_hint as spmd_type_of_hint
     from spmd_types.typesystem.codes import Code as Code
@@ -86,11 +87,17 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.ecosystem import check_in_place as check_in_place
     from spmd_types.typesystem.ecosystem import reduction_name as reduction_name
     from spmd_types.typesystem.global_rules import GLOBAL_VALUE_TYPES as GLOBAL_VALUE_TYPES
+    from spmd_types.typesystem.global_rules import EntryOrders as EntryOrders
     from spmd_types.typesystem.global_rules import check_global_op as check_global_op
     from spmd_types.typesystem.global_rules import einsum_terms as einsum_terms
     from spmd_types.typesystem.global_rules import global_annotation_violation as global_annotation_violation
+    from spmd_types.typesystem.global_rules import global_call_violation as global_call_violation
     from spmd_types.typesystem.global_rules import global_cast_violation as global_cast_violation
+    from spmd_types.typesystem.global_rules import order_violation as order_violation
     from spmd_types.typesystem.global_rules import propagate as propagate
+    from spmd_types.typesystem.global_rules import result_orders as result_orders
+    from spmd_types.typesystem.global_rules import result_rank as result_rank
+    from spmd_types.typesystem.global_rules import spec_orders as spec_orders
     from spmd_types.typesystem.join import Operand as Operand
     from spmd_types.typesystem.join import OpOutcome as OpOutcome
     from spmd_types.typesystem.join import apply_op as apply_op
@@ -192,11 +199,13 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.shard_dims import NOT_KNOWN as NOT_KNOWN
     from spmd_types.typesystem.shard_dims import POINTWISE_OPS as POINTWISE_OPS
     from spmd_types.typesystem.shard_dims import SHARD_RULES as SHARD_RULES
+    from spmd_types.typesystem.shard_dims import SPLITTING_OPS as SPLITTING_OPS
     from spmd_types.typesystem.shard_dims import Broken as Broken
     from spmd_types.typesystem.shard_dims import LayoutCall as LayoutCall
     from spmd_types.typesystem.shard_dims import Moved as Moved
     from spmd_types.typesystem.shard_dims import Outcome as Outcome
     from spmd_types.typesystem.shard_dims import counted_like as counted_like
+    from spmd_types.typesystem.shard_dims import layout_rank as layout_rank
     from spmd_types.typesystem.shard_dims import result_dim as result_dim
     from spmd_types.typesystem.shard_dims import same_dim as same_dim
     from spmd_types.typesystem.size_one import SIZE_GETTERS as SIZE_GETTERS
@@ -221,7 +230,8 @@ if TYPE_CHECKING:
 # are what type checkers read, and to the submodules' ``__all__``.
 _DEFINED_IN: dict[str, str] = {
     **dict.fromkeys(
-        ("Axis", "Spmd", "axis_of_hint", "markers_from_text", "spmd_type_from_metadata", "spmd_type_of_hint"),
+        ("Axis", "Spmd", "axis_of_hint", "markers_from_text", "replicated_elsewhere", "spmd_type_from_metadata",
+         "spmd_type_of_hint"),
         "annotations",
     ),
     **dict.fromkeys(("Code",), "codes"),
@@ -265,8 +275,9 @@ _DEFINED_IN: dict[str, str] = {
         "ops",
     ),
     **dict.fromkeys(
-        ("GLOBAL_VALUE_TYPES", "check_global_op", "einsum_terms", "global_annotation_violation",
-         "global_cast_violation", "propagate"),
+        ("EntryOrders", "GLOBAL_VALUE_TYPES", "check_global_op", "einsum_terms", "global_annotation_violation",
+         "global_call_violation", "global_cast_violation", "order_violation", "propagate", "result_orders",
+         "result_rank", "spec_orders"),
         "global_rules",
     ),
     **dict.fromkeys(
@@ -287,7 +298,7 @@ _DEFINED_IN: dict[str, str] = {
     **dict.fromkeys(("Plan", "Step", "plan_redistribute", "plan_via_replicated",), "planner"),
     **dict.fromkeys(
         ("Broken", "LOST", "LayoutCall", "Moved", "NOT_KNOWN", "Outcome", "POINTWISE_OPS", "SHARD_RULES",
-         "counted_like", "result_dim", "same_dim"),
+         "SPLITTING_OPS", "counted_like", "layout_rank", "result_dim", "same_dim"),
         "shard_dims",
     ),
     **dict.fromkeys(("SpmdType", "UNKNOWN", "parse",), "spmd_type"),

@@ -31,6 +31,7 @@ from spmd_types.typesystem.local_types import (
     AxisType,
     AxisTypes,
     LocalType,
+    R,
     Shard,
     axis_types_marker,
     shard_marker,
@@ -38,7 +39,10 @@ from spmd_types.typesystem.local_types import (
 from spmd_types.typesystem.partition_spec import PartitionSpec, spec_type
 from spmd_types.typesystem.spmd_type import SpmdType, parse
 
-__all__ = ["Axis", "Spmd", "axis_of_hint", "markers_from_text", "spmd_type_from_metadata", "spmd_type_of_hint"]
+__all__ = [
+    "Axis", "Spmd", "axis_of_hint", "markers_from_text", "replicated_elsewhere", "spmd_type_from_metadata",
+    "spmd_type_of_hint",
+]
 
 
 class _AxisMeta(type):
@@ -96,6 +100,18 @@ def spmd_type_from_metadata(metadata: Iterable[object]) -> SpmdType | None:
             if previous != kind:
                 raise AnnotationError(f"axis {axis!r} is annotated twice, as {previous.code} and {kind.code}")
     return SpmdType(axes) if found else None
+
+
+def replicated_elsewhere(declared: SpmdType, axes: Iterable[str]) -> SpmdType:
+    """What an annotation with a :class:`PartitionSpec` declares on a mesh of ``axes``.
+
+    ``declared`` is what :func:`spmd_type_from_metadata` read from it (the
+    spec's types and the markers'); a spec says the tensor is replicated on
+    every axis it does not name, so each of ``axes`` that neither the spec nor
+    a marker names is ``R``.  The checker takes ``axes`` from its ``axes``
+    option, runtime checking from the current mesh.
+    """
+    return SpmdType({**dict.fromkeys(axes, R), **dict(declared.items())})
 
 
 def spmd_type_of_hint(hint: object) -> SpmdType | None:

@@ -44,9 +44,9 @@ from __future__ import annotations
 
 import itertools
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Final
+from typing import Final, TypeAlias
 
 from spmd_types.typesystem.collectives import Endpoint, fix
 from spmd_types.typesystem.join import Operand, OpOutcome, apply_op
@@ -54,17 +54,23 @@ from spmd_types.typesystem.local_types import WEAK, AxisType, I, P, R, Shard, V
 from spmd_types.typesystem.ops import canonical_param, lookup
 from spmd_types.typesystem.partial_outputs import PARTIAL_OUTPUT_FUNCTIONS, check_partial_output
 from spmd_types.typesystem.partition_spec import Factor, PartitionSpec, spec_type
-from spmd_types.typesystem.shard_dims import POINTWISE_OPS, LayoutCall, result_dim
+from spmd_types.typesystem.shard_dims import POINTWISE_OPS, SPLITTING_OPS, LayoutCall, layout_rank, result_dim
 from spmd_types.typesystem.spmd_type import SpmdType
 from spmd_types.typesystem.violations import Code, Violation
 
 __all__ = [
     "GLOBAL_VALUE_TYPES",
+    "EntryOrders",
     "check_global_op",
     "einsum_terms",
     "global_annotation_violation",
+    "global_call_violation",
     "global_cast_violation",
+    "order_violation",
     "propagate",
+    "result_orders",
+    "result_rank",
+    "spec_orders",
 ]
 
 GLOBAL_VALUE_TYPES: Final = "R, I, P or S(i)"
@@ -79,6 +85,9 @@ _PARTIAL_FUNCTION: Final = {
 }
 """Ops whose sum over a sharded dim ``spmd_types.<function>(..., out_partial_axes=...)`` declares pending."""
 
+EntryOrders: TypeAlias = tuple[tuple[str, ...], ...]
+"""The axes of each entry of two or more axes, in the entry's order (major first): what per-axis types forget."""
+
 _RANKS_TRIED: Final = 4
 """Ranks tried for an operand whose rank is not known, where a rule depends on it."""
 
@@ -87,13 +96,34 @@ _FIXED_RANKS: Final = {"torch.mm": (2, 2), "torch.Tensor.mm": (2, 2), "torch.bmm
 
 def global_annotation_violation(declared: SpmdType) -> Violation | None:
     """Why a declared type has no global meaning (``V`` on an axis), or ``None``."""
-    varying = [axis for axis, kind in declared.items() if kind is V]
-    if not varying:
+    axis = _varying_axis(declared)
+    if axis is None:
         return None
-    axis = varying[0]
     reason = (f"V has no meaning in global SPMD (it does not say how the ranks' data assemble into one "
               f"tensor); declare {GLOBAL_VALUE_TYPES} on {axis!r} (S[\"{axis}\", dim] or a PartitionSpec), "
               f"or check this function in local SPMD")
+    return Violation(Code.GLOBAL, axis, reason, ("V",))
+
+
+def _varying_axis(t: SpmdType) -> str | None:
+    return next((axis for axis, kind in t.items() if kind is V), None)
+
+
+def global_call_violation(callee: str, returned: SpmdType) -> Violation | None:
+    """Why the value a call of ``callee`` returns cannot enter a global function (``V`` on an axis), or ``None``.
+
+    ``returned`` is the callee's declared return type: a local function may
+    return per-rank data, which has no global meaning; the value must be
+    declared global where the local function hands it over.
+    """
+    axis = _varying_axis(returned)
+    if axis is None:
+        return None
+    reason = (f"it returns V on {axis!r}, per-rank data with no meaning in a global function (V does not say how "
+              f"the ranks' data assemble into one tensor); declare {callee}'s return value {GLOBAL_VALUE_TYPES} on "
+              f"{axis!r}: S[\"{axis}\", dim] where its ranks hold pieces of one tensor, P[\"{axis}\"] where they "
+              f"hold summands (reinterpret(..., \"{axis}\", src=V, dst=P) in it), R[\"{axis}\"] after a collective "
+              f"in it that replicates the value")
     return Violation(Code.GLOBAL, axis, reason, ("V",))
 
 
@@ -157,6 +187,26 @@ def einsum_terms(op: str, operands: Sequence[Operand], args: Mapping[str, object
         out = string.ascii_lowercase[: max(known, default=0)]
         return [out[len(out) - r:] if r else "" for r in known], out
     return None
+
+
+def result_rank(op: str, operands: Sequence[Operand], args: Mapping[str, object]) -> int | None:
+    """The rank of op ``op``'s result, where the operands' ranks and the literal arguments decide it; else ``None``.
+
+    Contractions, sums and broadcasting ops: the output of their einsum
+    reading (:func:`einsum_terms`); layout ops (transposes, ``unsqueeze``,
+    reductions, ``view`` with literal sizes, indexing with literal basic
+    indices, ...): :func:`~spmd_types.typesystem.shard_dims.layout_rank` on
+    the first operand.  This is how global mode knows the ranks of values
+    computed from spec-declared ones, which its einsum reading of later ops needs.
+    """
+    terms = einsum_terms(op, operands, args)
+    if terms is not None:
+        return len(terms[1])
+    ranks = tuple(o.ndim if o.ndim is not None else len(o.shape) if o.shape is not None else None for o in operands)
+    if not ranks or None in ranks:
+        return None
+    return layout_rank(op, LayoutCall(args, tuple(o.param for o in operands), ranks,
+                                      tuple(o.shape for o in operands)))
 
 
 def _matmul_terms(a: int, b: int) -> tuple[list[str], str] | None:
@@ -341,21 +391,25 @@ def propagate(
     """The spec of op ``op``'s result in global SPMD, or the violations that make it not global.
 
     ``operands`` gives each one's parameter name, spec (``None``: a Python
-    number) and rank; ``out_ndim`` is the result's rank.  The result is the local rules' result, checked by
-    :func:`global_op_violations`, with each output dim cut by the axes of the
-    operand entry it comes from, in that entry's order.  Strided entries
-    (block counts) are not propagated.
+    number) and rank; ``out_ndim`` is the result's rank.  The result is the
+    local rules' result, checked by :func:`check_global_op`, with each output
+    dim cut as the operand entry it comes from, factors and block counts
+    alike: an op that carries a dim index by index (pointwise ops, moves of
+    dims, ops along other dims, a contraction's batch and free dims, the
+    outer dim of a ``flatten``) carries a strided entry with it.  A sum over
+    a strided dim is a pending sum as over a plain one (each rank sums its
+    own indices).  An op that may split a cut dim, strided or not, into
+    several (:data:`~spmd_types.typesystem.shard_dims.SPLITTING_OPS`) is an
+    error: which result dims its pieces land on depends on the sizes of the
+    axes, which a spec does not know.
     """
     args = dict(args or {})
     named = [axis for _, spec, _ in operands if spec is not None for axis in (*spec.axes, *spec.partial)]
     typed = [Operand(param, spec_type(spec, named) if spec is not None else SpmdType({}, WEAK), ndim)
              for param, spec, ndim in operands]
-    for _, spec, _ in operands:
-        strided = [dim for dim in range(len(spec)) if any(isinstance(f, int) for f in spec.factors(dim))] \
-            if spec is not None else []
-        if strided:
-            reason = "a strided entry (a block count) is not propagated through ops; redistribute_spec it first"
-            return (Violation(Code.GLOBAL, None, reason),)
+    split = _split_cut_dim(op, operands, args)
+    if split is not None:
+        return (split,)
     function = next((f for f in PARTIAL_OUTPUT_FUNCTIONS.values() if f.op == op), None)
     if out_partial_axes and function is not None:
         outcome = check_partial_output(function, typed, out_partial_axes, args, args=args)
@@ -378,22 +432,48 @@ def propagate(
     entries = {d + out_ndim if d < 0 else d: axes for d, axes in entries.items()}
     ordered: dict[int, tuple[Factor, ...]] = {}
     for dim, axes in entries.items():
-        orders = {tuple(f for f in spec.factors(d) if f in axes) for _, spec, _ in operands if spec is not None
-                  for d in range(len(spec)) if set(axes) & set(spec.factors(d))}
-        if len(orders) != 1 or len(next(iter(orders))) != len(axes):
-            reason = f"the operands cut dim {dim} of the result with the axes {axes} in different groupings or orders"
+        sources = {spec.factors(d) for _, spec, _ in operands if spec is not None
+                   for d in range(len(spec)) if set(axes) & set(spec.factors(d))}
+        if len(sources) != 1 or {f for f in next(iter(sources)) if isinstance(f, str)} != set(axes):
+            reason = (f"the operands cut dim {dim} of the result with the axes {axes} in different groupings, "
+                      f"orders or block counts")
             return (Violation(Code.GLOBAL, None, reason),)
-        ordered[dim] = orders.pop()
+        ordered[dim] = sources.pop()
     partial = tuple(axis for axis in dict.fromkeys(named) if result.get(axis) is P)
     return PartitionSpec(*(ordered.get(d) or None for d in range(out_ndim)), partial=partial)
 
+
+def _split_cut_dim(
+    op: str, operands: Sequence[tuple[str, PartitionSpec | None, int]], args: Mapping[str, object]
+) -> Violation | None:
+    """An op that may split a cut dim into several dims (see :func:`propagate`)."""
+    if op not in SPLITTING_OPS:
+        return None
+    split = args.get("dim") if op.endswith(".unflatten") else None
+    for _, spec, ndim in operands:
+        if spec is None:
+            continue
+        for dim in range(len(spec)):
+            factors = spec.factors(dim)
+            if not factors or (isinstance(split, int) and not isinstance(split, bool) and split % max(ndim, 1) != dim):
+                continue
+            strided = any(isinstance(f, int) for f in factors)
+            what = (f"has the strided entry {factors} (each rank holds one piece of each block)" if strided
+                    else f"is cut by {spec[dim]!r}")
+            reason = (f"dim {dim} {what}, and {op} may split it into several dims: which of them the pieces "
+                      f"land on depends on the sizes of the axes and blocks; gather the dim first, or "
+                      f"redistribute_spec the tensor to a spec that does not cut it")
+            axis = next(f for f in factors if isinstance(f, str))
+            return Violation(Code.GLOBAL, axis, reason)
+    return None
 
 
 def _label_orders(
     op: str, typed: Sequence[Operand], operands: Sequence[tuple[str, PartitionSpec | None, int]],
     args: Mapping[str, object],
 ) -> Violation | None:
-    """Operands that cut one einsum label with the same axes in different orders (the per-axis types agree)."""
+    """Operands that cut one einsum label with the same axes in different orders or block counts (the per-axis
+    types agree)."""
     terms = einsum_terms(op, typed, args)
     if terms is None:
         return None
@@ -404,8 +484,71 @@ def _label_orders(
                 cuts.setdefault(label, set()).add(spec.factors(dim))
     for label, orders in cuts.items():
         if len(orders) > 1:
-            shown = " and ".join(sorted(map(str, orders)))
-            reason = (f"the operands cut dim {label!r} over the same axes in different orders ({shown}), so the "
-                      f"ranks' pieces do not meet; redistribute_spec one of them to the other's order")
-            return Violation(Code.GLOBAL, None, reason)
+            return _different_orders(f"dim {label!r}", orders, "orders or block counts", "spec")
+    return None
+
+
+def _different_orders(
+    what: str, orders: Iterable[tuple[Factor, ...]], differ: str = "orders", target: str = "order"
+) -> Violation:
+    """Operands that cut ``what`` with the same axes in different ``differ`` (orders, or block counts too)."""
+    shown = " and ".join(sorted(map(str, orders)))
+    reason = (f"the operands cut {what} over the same axes in different {differ} ({shown}), so the ranks' pieces "
+              f"do not meet; redistribute_spec one of them to the other's {target}")
+    return Violation(Code.GLOBAL, None, reason)
+
+
+def spec_orders(spec: PartitionSpec) -> EntryOrders:
+    """The axes of each of ``spec``'s entries that has two or more, in order (``(("tp", "dp"),)`` for
+    ``PartitionSpec(("tp", "dp"), None)``)."""
+    found = (tuple(f for f in spec.factors(dim) if isinstance(f, str)) for dim in range(len(spec)))
+    return tuple(axes for axes in found if len(axes) > 1)
+
+
+def result_orders(operands: Sequence[EntryOrders], result: SpmdType) -> EntryOrders | Violation:
+    """The entry orders of an op's result from its operands' (``operands``), given the result's per-axis types.
+
+    An op moves a dim whole, so an entry keeps its order wherever its axes
+    still cut one dim of the result (every one ``S`` of the same dim); it is
+    forgotten where they do not.  Operands whose entries order the same axes
+    differently meet only where one dim is cut by both (any other meeting is
+    a violation of the per-axis rules), and there the ranks' pieces are
+    different parts of it: a violation.
+    """
+    kept: dict[frozenset[str], tuple[str, ...]] = {}
+    for orders in operands:
+        for axes in orders:
+            for other in kept.values():
+                common = [axis for axis in axes if axis in other]
+                if len(common) > 1 and common != [axis for axis in other if axis in axes]:
+                    return _different_orders("a dim", (axes, other))
+            kept.setdefault(frozenset(axes), axes)
+    return tuple(axes for axes in kept.values() if _cut_together(result, axes))
+
+
+def _cut_together(result: SpmdType, axes: tuple[str, ...]) -> bool:
+    kinds = {result.get(axis) for axis in axes}
+    return len(kinds) == 1 and isinstance(next(iter(kinds)), Shard)
+
+
+def order_violation(declared: EntryOrders, have: EntryOrders, src: bool = False) -> Violation | None:
+    """Why a value whose entries are ordered ``have`` does not fit a declaration ordered ``declared``, or ``None``.
+
+    The per-axis types of ``("dp", "tp")`` and ``("tp", "dp")`` agree, but each
+    rank holds a different piece of the dim: the value must be moved
+    (``redistribute_spec``, one ppermute) or the declaration must say its order.
+    With ``src``, the declaration is the ``src`` spec of a ``redistribute_spec``,
+    which must say how the value is laid out.
+    """
+    for want in declared:
+        for axes in have:
+            common = [axis for axis in axes if axis in want]
+            if len(common) > 1 and common != [axis for axis in want if axis in axes]:
+                fix = ("write src with the order the value has: the planner moves the pieces from there" if src
+                       else "redistribute_spec the value to the declared order (a ppermute), or declare the order "
+                            "it has")
+                reason = (f"the value's dim is cut over {axes} in this order, and "
+                          f"{'src' if src else 'the declaration'} says {want}: the same per-axis types, but each "
+                          f"rank holds a different piece of the dim; {fix}")
+                return Violation(Code.GLOBAL, common[0], reason, (str(axes), str(want)))
     return None

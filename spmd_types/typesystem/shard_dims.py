@@ -52,11 +52,13 @@ __all__ = [
     "NOT_KNOWN",
     "POINTWISE_OPS",
     "SHARD_RULES",
+    "SPLITTING_OPS",
     "Broken",
     "LayoutCall",
     "Moved",
     "Outcome",
     "counted_like",
+    "layout_rank",
     "result_dim",
     "same_dim",
 ]
@@ -511,6 +513,10 @@ SHARD_RULES: Final[dict[str, _Rule]] = _build()
 POINTWISE_OPS: Final = frozenset(name for name, rule in SHARD_RULES.items() if rule is _keep)
 """The pointwise (broadcasting) ops: a shard keeps its dim, counted from the last."""
 
+SPLITTING_OPS: Final = frozenset(name for name, rule in SHARD_RULES.items() if rule in (_unflatten, _reshape))
+"""The ops that may split a dim into several (``unflatten``, ``reshape``, ``view``): which result dims the
+pieces of a cut dim land on depends on the sizes."""
+
 _BROADCASTING: Final = POINTWISE_OPS
 _SEQUENCE_OPS: Final = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack"})
 
@@ -550,6 +556,42 @@ def _over_ranks(rule: _Rule, position: int, dim: int, call: LayoutCall) -> int |
         except _Invalid:
             continue
     return _agreed(outcomes, negative=dim < 0)
+
+
+_RESHAPES: Final = frozenset({"torch.reshape", "torch.Tensor.reshape", "torch.Tensor.view"})
+
+
+def layout_rank(op: str, call: LayoutCall) -> int | None:
+    """The rank of the result of layout op ``op`` (a shape op, a reduction, indexing, ...) on its first operand.
+
+    ``None`` where the table has no rule for ``op``, the first operand's rank
+    is not known, or the rank depends on what the call does not say
+    (``squeeze`` drops only dims of size 1, which a static reader does not see).
+    ``view`` and ``reshape`` to literal sizes have as many dims as sizes; a
+    reduction over every dim is 0-D (kept dims: the input's rank).  Every other
+    op: the rank its layout rule gives to a shard on each of the operand's
+    dims, where all agree.
+    """
+    rule = SHARD_RULES.get(op)
+    ndim = call.rank(0)
+    if rule is None or ndim is None:
+        return None
+    if op in _RESHAPES:
+        target = call.args.get("shape", call.args.get("size"))
+        sizes = target if isinstance(target, (tuple, list)) else (target,)
+        return len(sizes) if all(isinstance(n, int) and not isinstance(n, bool) for n in sizes) else None
+    if rule is _reduction and call.args.get("dim") is None:
+        keepdim = call.args.get("keepdim", False)
+        return None if not isinstance(keepdim, bool) else ndim if keepdim else 0
+    ranks: set[int] = set()
+    for dim in range(ndim):
+        try:
+            outcome = rule(dim, ndim, replace(call, shape=call.shapes[0] if call.shapes else None))
+        except _Invalid:
+            return None
+        if isinstance(outcome, Moved):
+            ranks.add(outcome.ndim)
+    return ranks.pop() if len(ranks) == 1 else None
 
 
 def _possible(rank: int | None) -> tuple[int, ...]:

@@ -10,14 +10,14 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import ModuleType
 
 import torch
 
 from spmd_types import I, assert_type, convert
-from spmd_types._declarations import Declarations, annotations_of, declared_trees
+from spmd_types._declarations import Declarations, Each, Items, OnMesh, Tree, annotations_of, declared_trees
 from spmd_types.typesystem import Shard, SpmdType, markers_from_text
 
 
@@ -31,14 +31,25 @@ def load(path: Path, name: str) -> ModuleType:
     return module
 
 
-def declared(cls: type) -> dict[str, object]:
-    """What a module class declares at the positions spmd-annotate writes, by position."""
+def resolved(tree: Tree, axes: Iterable[str]) -> Tree:
+    """A declaration with each ``PartitionSpec`` in it read on a mesh of ``axes`` (``R`` where it names no axis)."""
+    if isinstance(tree, OnMesh):
+        return tree.on(axes)
+    if isinstance(tree, Each):
+        return Each(resolved(tree.item, axes))
+    if isinstance(tree, Items):
+        return Items(tuple(None if t is None else resolved(t, axes) for t in tree.items))
+    return tree
+
+
+def declared(cls: type, axes: Iterable[str] = ()) -> dict[str, object]:
+    """What a module class declares at the positions spmd-annotate writes, by position, on a mesh of ``axes``."""
     forward = Declarations.of(cls.forward, "forward")
     out: dict[str, object] = {name: tree for name, tree in declared_trees(annotations_of(cls)).items()}
     out.update({f"forward({name})": tree for name, tree in forward.parameters.items()})
     if forward.returns is not None:
         out["forward -> return"] = forward.returns
-    return out
+    return {position: resolved(tree, axes) for position, tree in out.items()}
 
 
 def as_declared(x: torch.Tensor, t: SpmdType) -> torch.Tensor:
@@ -75,11 +86,11 @@ def training_example_run(stripped: ModuleType, batch: SpmdType) -> Callable[[], 
     return run
 
 
-def input_types(cls: type) -> list[SpmdType]:
-    """The declared types of ``forward``'s arguments, in order."""
+def input_types(cls: type, axes: Iterable[str]) -> list[SpmdType]:
+    """The declared types of ``forward``'s arguments, in order, on a mesh of ``axes``."""
     forward = Declarations.of(cls.forward, "forward")
     names = list(inspect.signature(cls.forward).parameters)[1:]
-    types = [forward.parameters[name] for name in names]
+    types = [resolved(forward.parameters[name], axes) for name in names]
     assert all(isinstance(t, SpmdType) for t in types)
     return types  # type: ignore[return-value]
 

@@ -32,22 +32,23 @@ from tests.plugin.harness import config_text, run_mypy
 EXAMPLES = {module.__name__.rpartition(".")[2]: module for module in correct_examples()}
 
 
-def _round_trip(original: ModuleType, tmp: Path) -> tuple[ModuleType, ModuleType, list[str]]:
-    """The stripped and the re-annotated example modules, and the observation's notes."""
+def _round_trip(original: ModuleType, tmp: Path) -> tuple[ModuleType, ModuleType, list[str], tuple[str, ...]]:
+    """The stripped and the re-annotated example modules, the observation's notes, and the mesh's axes."""
     name = original.__name__.rpartition(".")[2]
     path = tmp / f"{name}.py"
     path.write_text(strip(source(original).read_text()))
     stripped = load(path, f"stripped_{name}")
     example = original.EXAMPLE
     if hasattr(example, "module"):
-        run = module_example_run(example, getattr(stripped, example.module.__name__), input_types(example.module))
         mesh = dict(example.mesh)
+        run = module_example_run(example, getattr(stripped, example.module.__name__),
+                                 input_types(example.module, mesh))
     else:  # the data-parallel training step: the model's input is the micro-batches' layout
         run = training_example_run(stripped, original.SHARDED)
         mesh = {"dp": example.dp}
     observation = observe(run, mesh, keep=lambda cls: cls.__module__ == stripped.__name__)
     write_annotations(observation, root=tmp)
-    return stripped, load(path, f"reannotated_{name}"), [str(note) for note in observation.notes]
+    return stripped, load(path, f"reannotated_{name}"), [str(note) for note in observation.notes], tuple(mesh)
 
 
 def _modules(example: ModuleType) -> list[str]:
@@ -64,7 +65,7 @@ def _flag_generic(cls: type) -> bool:
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_an_example_round_trips(name: str, tmp_path: Path) -> None:
     original = EXAMPLES[name]
-    stripped, again, notes = _round_trip(original, tmp_path)
+    stripped, again, notes, axes = _round_trip(original, tmp_path)
     classes = _modules(original)
     assert classes
     flag_generic = [cls for cls in classes if _flag_generic(getattr(original, cls))]
@@ -73,11 +74,11 @@ def test_an_example_round_trips(name: str, tmp_path: Path) -> None:
         if cls in flag_generic:
             # Its instances have different contracts: where they disagree spmd-annotate says so and writes
             # nothing, rather than one configuration's types; what it does write is the original's.
-            written, meant = declared(getattr(again, cls)), declared(getattr(original, cls))
+            written, meant = declared(getattr(again, cls), axes), declared(getattr(original, cls), axes)
             assert all(meant.get(position) == spmd for position, spmd in written.items()), (written, notes)
             assert any(note.startswith(f"{cls}.") for note in notes), notes
         else:
-            assert declared(getattr(again, cls)) == declared(getattr(original, cls)), notes
+            assert declared(getattr(again, cls), axes) == declared(getattr(original, cls), axes), notes
     assert [note for note in notes if not note.startswith(tuple(f"{cls}." for cls in flag_generic))] == []
     config = tmp_path / "mypy.ini"
     config.write_text(config_text({"mypy_path": f"{ROOT / 'stubs'}:{ROOT}"}))

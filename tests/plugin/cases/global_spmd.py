@@ -53,10 +53,10 @@ def column_parallel_einsum(
 
 
 @global_spmd
-def rank_not_known_is_gradual(
+def rank_known_through_the_transpose(
     x: Annotated[Tensor, PartitionSpec("dp", None), R["tp"]], w: Annotated[Tensor, PartitionSpec("tp", None)]
 ) -> Annotated[Tensor, PartitionSpec("dp", "tp")]:
-    return x @ w.T  # OK: w.T has no known rank, and at rank 1 its dim would be summed over: gradual, as in local SPMD
+    return x @ w.T  # OK: w.T has w's rank, 2, so its cut dim is the output features
 
 
 @global_spmd
