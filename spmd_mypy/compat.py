@@ -3,14 +3,17 @@
 mypy's plugin API (``mypy.plugin``) covers hooks, contexts and reporting.  A
 few things the plugin needs are internal to mypy: the declared return type of
 the function being checked, name lookup inside type analysis, the per-instance
-side channel that carries the SPMD type across the cache, binding ``self``.
-They live here, each behind a small function with a fallback, so that a mypy
+side channel that carries the SPMD type across the cache, binding ``self``,
+and the wording of mypy's own errors, which the plugin's error filters read
+(:func:`read_mismatch`, tested on what mypy prints in
+``tests/plugin/test_mypy_messages.py``).  They live here, each behind a small function with a fallback, so that a mypy
 release that moves them breaks one module and degrades to "unknown" instead
 of crashing.  Supported: mypy 2.0 to 2.4 (tested on the oldest and newest).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -78,6 +81,7 @@ from mypy.types import (
 from spmd_mypy.fullnames import AUTOGRAD_FUNCTION, NO_GRAD
 
 __all__ = [
+    "Mismatch",
     "analyze_base",
     "analyzed_file",
     "analyzed_module",
@@ -91,9 +95,8 @@ __all__ = [
     "declared_return_type",
     "decorated_returns",
     "expression_type",
-    "filter_errors",
+    "filter_mismatches",
     "final_str_value",
-    "has_error_filter",
     "inferred_assignments",
     "is_declaration",
     "is_subtype",
@@ -102,6 +105,8 @@ __all__ = [
     "name_assignments",
     "note",
     "past_speculation",
+    "printed_spmd",
+    "read_mismatch",
     "read_orders",
     "read_side_channel",
     "replace_type_variables",
@@ -777,8 +782,70 @@ def past_speculation(api: CheckerPluginInterface) -> Iterator[None]:
         errors._watchers = watchers
 
 
-ErrorFilter = Callable[[str, int, str | None, str], bool]
-"""Whether to drop mypy's error in a file, at a line, with a code and a message."""
+@dataclass(frozen=True)
+class Mismatch:
+    """One of mypy's errors for a value whose type does not fit the type declared where it goes.
+
+    ``into`` says where the value goes: ``"return"`` (``return v``), ``"variable"``
+    (``x = v``, ``self.x = v``), ``"item"`` (``xs[i] = v``) or ``"argument"`` (``f(v)``).
+    ``value`` and ``declared`` are the two types as mypy prints them, each split
+    into the members of its union (``X | None`` and ``Optional[X]`` both give
+    ``("X", "None")``).
+    """
+
+    path: str
+    line: int
+    into: str
+    value: tuple[str, ...]
+    declared: tuple[str, ...]
+
+
+_QUOTED: Final = r'"([^"]*)"'
+# How mypy 2.0 to 2.4 word a mismatch, by error code: where the value goes, and the message.
+_MISMATCHES: Final = {
+    "return-value": (("return", re.compile(rf"Incompatible return value type \(got {_QUOTED}, expected {_QUOTED}\)")),),
+    "assignment": tuple(
+        (into, re.compile(rf"Incompatible types in assignment \(expression has type {_QUOTED}, {target} has type "
+                          rf"{_QUOTED}\)"))
+        for into, target in (("variable", "variable"), ("item", "target"))
+    ),
+    "arg-type": (("argument", re.compile(rf"Argument .+ has incompatible type {_QUOTED}; expected {_QUOTED}")),),
+}
+_PRINTED_SPMD: Final = re.compile(r"(?P<cls>Spmd(?:Tensor|Parameter))\[(?:Literal\[(?P<entries>[^\]]*)\]|\w+)\]")
+_PRINTED_ENTRY: Final = re.compile(r"'([^']*)'")
+
+
+def read_mismatch(path: str, line: int, code: str | None, message: str) -> Mismatch | None:
+    """mypy's error ``message`` (with ``code``, in file ``path`` at ``line``) as a :class:`Mismatch`, if it is one."""
+    for into, wording in _MISMATCHES.get(code or "", ()):
+        if found := wording.fullmatch(message):
+            return Mismatch(path, line, into, _union_members(found[1]), _union_members(found[2]))
+    return None
+
+
+def _union_members(printed: str) -> tuple[str, ...]:
+    """The members of a union as mypy prints it (``X | None``, ``Optional[X]``), split only at its top level."""
+    if printed.startswith("Optional[") and printed.endswith("]"):
+        return (*_union_members(printed[len("Optional["):-1]), "None")
+    members, depth, start = [], 0, 0
+    for at, char in enumerate(printed):
+        depth += {"[": 1, "]": -1}.get(char, 0)
+        if depth == 0 and printed.startswith(" | ", at):
+            members.append(printed[start:at])
+            start = at + len(" | ")
+    return (*members, printed[start:])
+
+
+def printed_spmd(printed: str) -> tuple[str, frozenset[str]] | None:
+    """The class and ``axis:type`` entries of an SPMD-typed tensor as mypy prints it; ``None``: not one.
+
+    ``SpmdTensor[Literal['dp:R', 'tp:V']]`` gives ``("SpmdTensor", {"dp:R", "tp:V"})``;
+    one without literals (``SpmdParameter[Any]``, unknown) has no entries.
+    """
+    found = _PRINTED_SPMD.fullmatch(printed)
+    if found is None:
+        return None
+    return found["cls"], frozenset(_PRINTED_ENTRY.findall(found["entries"] or ""))
 
 
 def _errors(api: object) -> object | None:
@@ -790,35 +857,33 @@ def _errors(api: object) -> object | None:
     return None
 
 
-def filter_errors(api: object, drop: ErrorFilter) -> object | None:
-    """Have mypy drop its own errors that ``drop`` selects, from now on; the filter installed, or ``None``.
+def filter_mismatches(api: object, installed: object | None, drop: Callable[[Mismatch], bool]) -> object | None:
+    """Have mypy drop, from now on, its mismatch errors that ``drop`` selects; the filter in place, or ``None``.
 
-    mypy routes every error through a stack of error watchers, the top one
-    first; speculative checks push theirs and pop them again.  The filter goes
-    to the bottom of the stack, where it sees exactly the errors mypy is about
-    to report.  Call once per run: the returned object says whether it is still
-    in place (:func:`has_error_filter`).
+    ``installed`` is what an earlier call returned: while it still watches
+    mypy's errors, it is returned as it is, so that each caller's filter goes
+    in once per run.  mypy routes every error through a stack of error
+    watchers, the top one first; speculative checks push theirs and pop them
+    again.  The filter goes to the bottom of the stack, where it sees exactly
+    the errors mypy is about to report.
     """
     errors = _errors(api)
     watchers = getattr(errors, "_watchers", None)
     if not isinstance(errors, Errors) or not isinstance(watchers, list):
         return None
+    if installed is not None and any(watcher is installed for watcher in watchers):
+        return installed
 
     def selected(file: str, info: ErrorInfo) -> bool:
         try:
-            return drop(file, info.line, info.code.code if info.code is not None else None, info.message)
+            mismatch = read_mismatch(file, info.line, info.code.code if info.code is not None else None, info.message)
+            return mismatch is not None and drop(mismatch)
         except Exception:  # the filter must never break mypy's reporting
             return False
 
     watcher = ErrorWatcher(errors, filter_errors=selected)
     watchers.insert(0, watcher)
     return watcher
-
-
-def has_error_filter(api: object, installed: object | None) -> bool:
-    """Whether the filter ``installed`` by :func:`filter_errors` still watches mypy's errors."""
-    watchers = getattr(_errors(api), "_watchers", None)
-    return installed is not None and isinstance(watchers, list) and any(w is installed for w in watchers)
 
 
 def note(api: object, message: str, context: Context, code: ErrorCode) -> None:

@@ -29,7 +29,6 @@ declaration is an SPMD type, so that a plain tensor is accepted there as well.
 
 from __future__ import annotations
 
-import re
 from typing import Final
 
 from mypy.nodes import TypeInfo
@@ -37,7 +36,7 @@ from mypy.plugin import AttributeContext, FunctionContext, MethodContext
 from mypy.types import Instance, TupleType, Type, UnionType, get_proper_type
 
 from spmd_mypy import files
-from spmd_mypy.compat import filter_errors, has_error_filter
+from spmd_mypy.compat import Mismatch, filter_mismatches, printed_spmd
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import PARAMETER, TENSOR
 from spmd_mypy.session import Session
@@ -48,15 +47,6 @@ __all__ = ["returns_plain_tensor", "unknown_attribute", "unknown_result", "watch
 
 _PLAIN: Final = frozenset({TENSOR, PARAMETER})
 _NOTHING_KNOWN: Final = SpmdType()
-# mypy's messages for a value that does not fit a declaration, with the two types as mypy prints them.
-_TYPE: Final = r'"(?P<{}>[^"]*)"'
-_MISMATCH: Final = {
-    "return-value": re.compile(rf"Incompatible return value type \(got {_TYPE.format('value')}, "
-                               rf"expected {_TYPE.format('declared')}\)"),
-    "assignment": re.compile(rf"Incompatible types in assignment \(expression has type {_TYPE.format('value')}, "
-                             rf"variable has type {_TYPE.format('declared')}\)"),
-}
-_PRINTED_SPMD: Final = re.compile(r"Spmd(?:Tensor|Parameter)\[(?:Literal\[[^\]]*\]|\w+)\]")
 _PRINTED_PLAIN: Final = frozenset({"Tensor", "Parameter"})
 
 
@@ -105,23 +95,14 @@ def watch(session: Session, api: object) -> None:
     Called from every annotation the plugin reads, so that the filter is in
     place before mypy checks a module with SPMD types.
     """
-    if not has_error_filter(api, session.plain_filter):
-        session.plain_filter = filter_errors(api, lambda path, line, code, message: _plain_into_spmd(code, message))
+    session.plain_filter = filter_mismatches(api, session.plain_filter, _plain_into_spmd)
 
 
-def _plain_into_spmd(code: str | None, message: str) -> bool:
-    """Whether mypy's error ``message`` says that a plain tensor does not fit a declared SPMD type."""
-    found = _MISMATCH[code].fullmatch(message) if code in _MISMATCH else None
-    if found is None:
+def _plain_into_spmd(mismatch: Mismatch) -> bool:
+    """Whether ``mismatch`` is a plain tensor (or ``None``) returned or assigned where an SPMD type is declared."""
+    if mismatch.into not in ("return", "variable"):
         return False
-    value, declared = (_printed_items(found[part]) for part in ("value", "declared"))
-    declared = {"SPMD" if _PRINTED_SPMD.fullmatch(item) else item for item in declared}
+    value = set(mismatch.value)
+    declared = {"SPMD" if printed_spmd(item) else item for item in mismatch.declared}
     return (bool(value & _PRINTED_PLAIN) and value <= _PRINTED_PLAIN | {"None"} and "SPMD" in declared
             and declared <= {"SPMD", "None"} and ("None" not in value or "None" in declared))
-
-
-def _printed_items(printed: str) -> set[str]:
-    """The members of a type as mypy prints it (``X | None``, ``Optional[X]``)."""
-    if printed.startswith("Optional[") and printed.endswith("]"):
-        return {*_printed_items(printed[len("Optional["):-1]), "None"}
-    return set(printed.split(" | "))

@@ -20,21 +20,21 @@ where ``R`` is declared), which an error filter drops (:func:`watch`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Final
+from functools import partial
 
 from mypy.nodes import CallExpr, Expression, MemberExpr, NameExpr, RefExpr, StrExpr, Var
 from mypy.plugin import CheckerPluginInterface, FunctionContext, MethodContext
 
 from spmd_mypy import files
 from spmd_mypy.compat import (
+    Mismatch,
     assigned_in_checked_function,
     expression_type,
-    filter_errors,
+    filter_mismatches,
     final_str_value,
-    has_error_filter,
+    printed_spmd,
 )
 from spmd_mypy.encoding import Divergent, Encoder
 from spmd_mypy.fullnames import AXIS_SIZE
@@ -43,10 +43,6 @@ from spmd_mypy.verdict import Report, Verdict
 from spmd_types.typesystem import SIZE_GETTERS, SpmdType, merge_guarded_paths, on_size_one
 
 __all__ = ["axis_counted", "remaining", "settle", "size_getter", "watch"]
-
-_COMPARED_BY_MYPY: Final = frozenset({"return-value", "assignment", "arg-type"})
-_QUOTED_TENSOR: Final = re.compile(r'"SpmdTensor\[([^"]*)\]"')
-_AXIS_ENTRY: Final = re.compile(r"'([^':]+):([^']*)'")
 
 
 def axis_counted(session: Session, expr: Expression, values: dict[str, Expression]) -> str | None:
@@ -82,20 +78,18 @@ def watch(session: Session, api: object) -> None:
     Called from every annotation the plugin reads (``api`` a type analyzer),
     so that the filter is in place before mypy checks a module with SPMD types.
     """
-    if has_error_filter(api, session.size_one_filter):
-        return
+    session.size_one_filter = filter_mismatches(api, session.size_one_filter, partial(_fits_on_one_rank, session))
 
-    def drop(path: str, line: int, code: str | None, message: str) -> bool:
-        if code not in _COMPARED_BY_MYPY:
-            return False
-        axes = files.size_one_axes_at(session, path, line)
-        types = _QUOTED_TENSOR.findall(message)
-        if not axes or len(types) != 2:
-            return False
-        got, expected = (_entries(t) for t in types)
-        return _outside(got, axes) == _outside(expected, axes)
 
-    session.size_one_filter = filter_errors(api, drop)
+def _fits_on_one_rank(session: Session, mismatch: Mismatch) -> bool:
+    """Whether ``mismatch`` is between two SPMD tensor types that differ only on axes its line has one rank on."""
+    if len(mismatch.value) != 1 or len(mismatch.declared) != 1:
+        return False
+    got, expected = printed_spmd(mismatch.value[0]), printed_spmd(mismatch.declared[0])
+    if got is None or expected is None or not got[0] == expected[0] == "SpmdTensor":
+        return False
+    axes = files.size_one_axes_at(session, mismatch.path, mismatch.line)
+    return bool(axes) and _outside(got[1], axes) == _outside(expected[1], axes)
 
 
 def remaining(session: Session, api: CheckerPluginInterface, reports: Sequence[Report]) -> list[Report]:
@@ -137,9 +131,6 @@ def settle(session: Session, api: CheckerPluginInterface, expr: Expression | Non
     return merge_guarded_paths(paths) or found
 
 
-def _entries(text: str) -> frozenset[tuple[str, str]]:
-    return frozenset(_AXIS_ENTRY.findall(text))
-
-
-def _outside(entries: frozenset[tuple[str, str]], axes: frozenset[str]) -> frozenset[tuple[str, str]]:
-    return frozenset(entry for entry in entries if entry[0] not in axes)
+def _outside(entries: frozenset[str], axes: frozenset[str]) -> frozenset[str]:
+    """The ``axis:type`` ``entries`` on axes other than ``axes``."""
+    return frozenset(entry for entry in entries if entry.partition(":")[0] not in axes)
