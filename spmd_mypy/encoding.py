@@ -46,6 +46,7 @@ from spmd_mypy.compat import lookup_type_info, read_orders, read_rank, read_side
 from spmd_mypy.fullnames import (
     AXIS_GROUP,
     LOCAL_MAP_DECORATOR,
+    LOCAL_REGION_DECORATOR,
     NAMED_MESH,
     PARAMETER,
     PLACED_DTENSOR,
@@ -62,6 +63,7 @@ from spmd_types.typesystem import (
     EntryOrders,
     LocalMap,
     Placements,
+    Region,
     SpmdType,
     local_type,
     merge_paths,
@@ -166,6 +168,12 @@ class Encoder:
         text = _literal_arg(typ, LOCAL_MAP_DECORATOR)
         return LocalMap.parse(text) if text is not None else None
 
+    @staticmethod
+    def read_region(typ: Type) -> Region | None:
+        """The specs of a ``local_region`` decorator typed ``LocalRegionDecorator[Literal[...]]``."""
+        text = _literal_arg(typ, LOCAL_REGION_DECORATOR)
+        return Region.parse(text) if text is not None else None
+
     # -- writing -----------------------------------------------------------------
 
     def runtime_source(self) -> str | None:
@@ -242,6 +250,10 @@ class Encoder:
     def local_map_decorator(self, spec: LocalMap) -> Instance | None:
         """``LocalMapDecorator[Literal[...]]``, the type of ``local_map(...)`` without its function."""
         return self._literal_instance(LOCAL_MAP_DECORATOR, str(spec))
+
+    def local_region_decorator(self, region: Region) -> Instance | None:
+        """``LocalRegionDecorator[Literal[...]]``, the type of ``local_region(...)`` without its function."""
+        return self._literal_instance(LOCAL_REGION_DECORATOR, str(region))
 
     def _literal_instance(self, fullname: str, text: str) -> Instance | None:
         info = lookup_type_info(self._modules, fullname)
