@@ -50,6 +50,7 @@ from spmd_mypy import (
     local_map,
     ops,
     redistribute_spec,
+    regions,
     size_one,
 )
 from spmd_mypy.annotations import analyze
@@ -70,6 +71,8 @@ from spmd_mypy.fullnames import (
     INIT_DEVICE_MESH,
     LOCAL_MAP,
     LOCAL_MAP_DECORATOR,
+    LOCAL_REGION,
+    LOCAL_REGION_DECORATOR,
     MESH_RECEIVERS,
     REDISTRIBUTE_SPEC,
     SPMD_ALIAS,
@@ -180,6 +183,8 @@ class Router:
             return local_map.check_local_map
         if fullname in GLOBAL_SPMD:
             return global_mode.check_decorated
+        if fullname in LOCAL_REGION:
+            return regions.check_local_region
         if fullname == REDISTRIBUTE_SPEC:
             return redistribute_spec.check_redistribute_spec
         if fullname == BUILTIN_SUM:
@@ -241,6 +246,8 @@ class Router:
             return dtensor.check_submesh
         if owner == LOCAL_MAP_DECORATOR and method == "__call__":
             return local_map.check_decorated
+        if owner == LOCAL_REGION_DECORATOR and method == "__call__":
+            return regions.check_decorated
         if method == "__call__" and (module_op := ops.torch_module_op(owner)) is not None:
             return partial(ops.check_module_call, module=module_op)
         return None
