@@ -26,7 +26,9 @@ a difference between branches goes unseen.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 from mypy.nodes import MypyFile, TypeInfo
@@ -105,15 +107,27 @@ class Divergent:
 class Encoder:
     """Builds and reads SPMD-typed mypy types; needs the loaded modules to find the phantoms."""
 
-    def __init__(self, modules: dict[str, MypyFile] | None, str_type: Instance, rebindable: bool = True) -> None:
+    def __init__(
+        self, modules: dict[str, MypyFile] | None, str_type: Callable[[], Instance], rebindable: bool = True
+    ) -> None:
         self._modules = modules
-        self._str = str_type
+        self._str_type = str_type
+        self._str_instance: Instance | None = None
         self._rebindable = rebindable
+
+    @property
+    def _str(self) -> Instance:
+        """``builtins.str``, which the literals of a new type need: asked of mypy only when one is built
+        (most checked ops find their result type among those already built).  Kept in an attribute, not
+        a ``cached_property``: the compiled build's classes have no instance ``__dict__``."""
+        if self._str_instance is None:
+            self._str_instance = self._str_type()
+        return self._str_instance
 
     @staticmethod
     def for_checker(session: Session, api: CheckerPluginInterface) -> Encoder:
         """How SPMD types are written while ``api`` checks a module (see the module docstring on re-binding)."""
-        return Encoder(session.modules, api.named_generic_type(STR, []), not api.options.allow_redefinition)
+        return Encoder(session.modules, partial(api.named_generic_type, STR, []), not api.options.allow_redefinition)
 
     # -- reading -----------------------------------------------------------------
 

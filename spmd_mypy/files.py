@@ -95,10 +95,16 @@ def values_assigned(session: Session, api: CheckerPluginInterface, name: str, us
     facts = _facts(session, api)
     if facts is None:
         return []
-    found = [(first, value) for _, first, last, value in facts.name_assignments.get(name, ())
-             if first <= used.line <= last]
-    innermost = max((first for first, _ in found), default=None)
-    return [value for first, value in found if first == innermost]
+    # Remembered per name and line: the numbers of a call ask for the same names often, and a module
+    # assigns a common name (``h``) in every one of its functions, all of which the search goes through.
+    key = (name, used.line)
+    known = facts.values_assigned.get(key)
+    if known is None:
+        found = [(first, value) for _, first, last, value in facts.name_assignments.get(name, ())
+                 if first <= used.line <= last]
+        innermost = max((first for first, _ in found), default=None)
+        known = facts.values_assigned[key] = [value for first, value in found if first == innermost]
+    return list(known)
 
 
 def attribute_values(session: Session, api: CheckerPluginInterface, name: str, used: Context) -> list[Expression]:
@@ -169,6 +175,7 @@ class FileFacts:
         self.defs = tree.defs
         self.redefinable_parameters = redefinable_parameters
         self._size_one: list[tuple[int, int, str]] | None = None
+        self.values_assigned: dict[tuple[str, int], list[Expression]] = {}  # see values_assigned()
 
     @functools.cached_property
     def uses_spmd(self) -> bool:
