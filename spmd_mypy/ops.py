@@ -433,14 +433,16 @@ def _op_key(
 
     Besides the arguments that is what mypy's result ``default`` is (a tensor or
     ``Any``), and the facts of the call's place that the rules consult: whether
-    it runs with autograd, and in a ``global_spmd`` function.  Ops that write in
+    it runs with autograd, in global code (a ``global_spmd`` function or a
+    ``local_region``), and on which axes a region makes it local.  Ops that write in
     place or make constants consult more of their place (what their input
     aliases, whether the constant is written later) and are never keyed.
     """
     if arguments is None or rule.inplace or rule.makes_constants:
         return None
     return (name, rule, arguments, contains_tensor(default), _is_any(default),
-            files.without_autograd(session, ctx.api, ctx.context), files.in_global_mode(session, ctx.api, ctx.context))
+            files.without_autograd(session, ctx.api, ctx.context), files.in_global_mode(session, ctx.api, ctx.context),
+            files.local_axes(session, ctx.api, ctx.context))
 
 
 def _remember_op(key: OpKey | None, verdict: Verdict) -> Verdict:

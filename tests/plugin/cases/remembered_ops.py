@@ -2,7 +2,8 @@
 
 The plugin remembers what an op on given operand types found where it reported nothing
 (``spmd_mypy.ops``); a place that runs without autograd, or in a global_spmd function, is
-checked by rules of its own, which another place's remembered outcome must not stand in for.
+checked by rules of its own, which another place's remembered outcome must not stand in for; so
+is a local_region, whose axes are local inside a global program.
 Each pair checks the place that accepts more first.
 """
 from typing import Annotated
@@ -11,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from spmd_types import I, P, PartitionSpec, R, V, global_spmd, reinterpret
+from spmd_types import I, P, PartitionSpec, R, V, global_spmd, local_region, reinterpret
 
 
 def without_autograd_first(i: Annotated[Tensor, I["tp"]], v: Annotated[Tensor, V["tp"]],
@@ -32,6 +33,23 @@ def local_first(
 
 @global_spmd
 def global_after(
+    x: Annotated[Tensor, PartitionSpec("dp", "tp")], w: Annotated[Tensor, PartitionSpec(None, "tp")]
+) -> Annotated[Tensor, PartitionSpec("dp", None, partial="tp")]:
+    y = F.linear(x, w)  # E: [spmd-global] torch.nn.functional.linear on axis 'tp': dim 'k' is summed over
+
+    return reinterpret(y, "tp", src=V, dst=P)  # E: [spmd-global] only the shard-preserving variants
+
+
+@local_region("tp", in_specs=(PartitionSpec("dp", "tp"), PartitionSpec(None, "tp")),
+              out_specs=PartitionSpec("dp", None, partial="tp"))
+def region_first(
+    x: Annotated[Tensor, PartitionSpec("dp", "tp")], w: Annotated[Tensor, PartitionSpec(None, "tp")]
+) -> Annotated[Tensor, V["tp"]]:
+    return F.linear(x, w)  # OK: local on tp inside the region
+
+
+@global_spmd
+def global_after_region(
     x: Annotated[Tensor, PartitionSpec("dp", "tp")], w: Annotated[Tensor, PartitionSpec(None, "tp")]
 ) -> Annotated[Tensor, PartitionSpec("dp", None, partial="tp")]:
     y = F.linear(x, w)  # E: [spmd-global] torch.nn.functional.linear on axis 'tp': dim 'k' is summed over
