@@ -21,10 +21,13 @@ a tuple are given the unknown type; inside an invariant container
 
 A value that no call produced, a parameter annotated plain ``Tensor``
 returned or assigned as it is, goes through no hook: there mypy alone
-compares it with the declaration.  An error filter (:func:`watch`) drops
-those of mypy's ``return-value`` and ``assignment`` errors whose value is a
-plain tensor (or ``None`` where the declaration is optional too) and whose
-declaration is an SPMD type, so that a plain tensor is accepted there as well.
+compares it with the declaration.  So does an argument of a call through
+``super()`` (``super().forward(x)``): mypy asks no plugin about it, and the
+declared signature is not relaxed as in ``layer(x)`` or ``layer.forward(x)``.
+An error filter (:func:`watch`) drops those of mypy's ``return-value``,
+``assignment`` and ``arg-type`` errors whose value is a plain tensor (or
+``None`` where the declaration is optional too) and whose declaration is an
+SPMD type, so that a plain tensor is accepted there as well.
 """
 
 from __future__ import annotations
@@ -99,8 +102,14 @@ def watch(session: Session, api: object) -> None:
 
 
 def _plain_into_spmd(mismatch: Mismatch) -> bool:
-    """Whether ``mismatch`` is a plain tensor (or ``None``) returned or assigned where an SPMD type is declared."""
-    if mismatch.into not in ("return", "variable"):
+    """Whether ``mismatch`` is a plain tensor (or ``None``) returned, assigned or passed where an SPMD type is declared.
+
+    An argument reaches mypy's check against the declared SPMD type only in a
+    call that no hook relaxed (see :func:`spmd_mypy.boundaries.relax_function`):
+    one through ``super()`` (``super().forward(x)``), for which mypy asks no
+    plugin.
+    """
+    if mismatch.into not in ("return", "variable", "argument"):
         return False
     value = set(mismatch.value)
     declared = {"SPMD" if printed_spmd(item) else item for item in mismatch.declared}

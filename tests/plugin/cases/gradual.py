@@ -170,3 +170,22 @@ class HoldsALinear(nn.Module):
         weight: Annotated[Tensor, S["tp", 0]] = self.linear.weight  # OK
         self.linear.weight = nn.Parameter(torch.empty(4, 4))  # OK
         return torch.nn.functional.linear(x, weight)  # OK
+
+
+class Column(nn.Module):
+    def forward(self, x: Annotated[Tensor, I["tp"]]) -> Annotated[Tensor, I["tp"]]:
+        return x
+
+
+class PlainSubclass(Column):
+    """A subclass nobody annotated calls the annotated forward through super(), as through the instance."""
+
+    def forward(self, x: Tensor):
+        self.__call__(x)  # OK
+        Column.forward(self, x)  # OK
+        return super().forward(x)  # OK
+
+
+class AnnotatedSubclass(Column):
+    def forward(self, x: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, I["tp"]]:  # E: [override]
+        return super().forward(x)  # E: [arg-type] Argument 1 to "forward" of "Column" has incompatible type "SpmdTensor[Literal['tp:R']]"; expected "SpmdTensor[Literal['tp:I']]"
