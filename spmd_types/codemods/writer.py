@@ -282,7 +282,10 @@ class _Annotator(cst.CSTTransformer):
         self.notes.append(Note(types.file, types.qualname, position, message))
 
 
-def _optional(annotation: cst.BaseExpression) -> tuple[cst.BaseExpression, Callable[[cst.BaseExpression], cst.BaseExpression]] | None:
+_Put = Callable[[cst.BaseExpression], cst.BaseExpression]  # puts a new annotation where an old one was
+
+
+def _optional(annotation: cst.BaseExpression) -> tuple[cst.BaseExpression, _Put] | None:
     """The ``X`` of ``Optional[X]``, ``X | None`` or ``None | X``, and how to put another in its place; ``None``: not
     one of those.
 
