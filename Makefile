@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-oldest-mypy docs generated-docs
+.PHONY: setup demo test test-oldest-mypy test-compiled docs generated-docs
 
 setup: $(STAMP)
 
@@ -43,10 +43,11 @@ docs: $(STAMP)
 generated-docs: $(STAMP)
 	$(BIN)/python -m tools.docs
 
-# The whole suite, then the plugin's tests again under the oldest supported mypy.
+# The whole suite, then the plugin's tests again under the oldest supported mypy and compiled with mypyc.
 test: $(STAMP)
 	$(BIN)/python -m pytest
 	$(MAKE) test-oldest-mypy
+	$(MAKE) test-compiled
 
 OLDEST_MYPY := 2.0.0
 OLD_VENV := .venv-mypy-$(OLDEST_MYPY)
@@ -58,3 +59,14 @@ $(OLD_VENV)/.installed:
 
 test-oldest-mypy: $(OLD_VENV)/.installed
 	PYTHONPATH=$(CURDIR) $(OLD_VENV)/bin/python -m pytest -p no:cacheprovider tests/plugin/test_cases.py tests/plugin/test_mypy_messages.py tests/stubs
+
+# The compiled build (tools/compiled.py): the plugin and the rule core compiled with mypyc in a fresh copy of
+# the checkout, never in the checkout itself (the extensions would shadow the sources being edited), and the
+# plugin's case suites and fix tests run against that copy: both builds must report the same diagnostics.
+# `make test-compiled COMPILED_TESTS=tests/plugin/test_cases.py` runs only the case suites.
+COMPILED := build/compiled
+COMPILED_TESTS ?= tests/plugin tests/fixes
+test-compiled: $(STAMP)
+	$(BIN)/python -m tools.compiled build $(COMPILED)
+	cd $(COMPILED) && $(CURDIR)/$(BIN)/python -m tools.compiled check
+	cd $(COMPILED) && $(CURDIR)/$(BIN)/python -m pytest -p no:cacheprovider $(COMPILED_TESTS)

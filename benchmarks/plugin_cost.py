@@ -86,7 +86,7 @@ CHECKOUT = ROOT
 PYCACHE: Path | None = None
 
 
-def prepare_children(where: Path, commit: str | None = None) -> str:
+def prepare_children(where: Path, commit: str | None = None, compiled: bool = False) -> str:
     """Snapshot the code into ``where`` for every later child; say which code that is.
 
     The snapshot is of the working tree, or of ``commit`` (``git archive``)
@@ -94,8 +94,19 @@ def prepare_children(where: Path, commit: str | None = None) -> str:
     from it, so that edits to the checkout during a run change neither the
     code measured nor mypy's caches (the plugin's part of the cache key hashes
     its own and the rule core's sources).  Their bytecode goes to
-    ``where/pycache``.
+    ``where/pycache``.  ``compiled``: the snapshot's plugin and rule core are
+    then compiled with mypyc (``tools.compiled``; a few minutes).
     """
+    described = _snapshot(where, commit)
+    if not compiled:
+        return described
+    from tools import compiled as compiled_build
+
+    compiled_build.compile_in(CHECKOUT)
+    return f"{described}, compiled with mypyc"
+
+
+def _snapshot(where: Path, commit: str | None) -> str:
     global CHECKOUT, PYCACHE
     CHECKOUT, PYCACHE = where / "checkout", where / "pycache"
     CHECKOUT.mkdir(parents=True, exist_ok=True)
@@ -614,6 +625,8 @@ def main() -> None:
                         "two daemon edits")
     parser.add_argument("--keep", type=Path, help="generate into this directory and keep it")
     parser.add_argument("--commit", help="measure this commit's code (default: the working tree)")
+    parser.add_argument("--compiled", action="store_true", help="measure the plugin and rule core compiled with "
+                        "mypyc (tools/compiled.py; the build adds a few minutes)")
     args = parser.parse_args()
     if args.quick:
         args.sizes, args.repeats, args.warm_repeats, args.daemon_edits = [10, 40], 1, 2, 2
@@ -624,7 +637,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="spmd-plugin-cost-")) if args.keep is None else args.keep
     tmp.mkdir(parents=True, exist_ok=True)
     try:
-        print(prepare_children(tmp, args.commit))
+        print(prepare_children(tmp, args.commit, args.compiled))
         configs = write_configs(tmp)
         daemon_configs = write_configs(tmp, skip_torch=args.daemon_config == "skip")
         workloads: list[Workload] = [] if args.no_examples else [example_workload(tmp)]

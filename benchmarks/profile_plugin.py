@@ -332,6 +332,9 @@ def main() -> None:
     parser.add_argument("--torch-cached", action="store_true",
                         help="start each run from a cache of the model's imports (torch, the stubs) instead of none")
     parser.add_argument("--commit", help="measure this commit's code (default: the working tree)")
+    parser.add_argument("--compiled", action="store_true", help="the plugin and rule core compiled with mypyc "
+                        "(tools/compiled.py): the hooks section then times compiled hooks; cProfile sees only the "
+                        "modules left interpreted")
     args = parser.parse_args()
     if args.quick:
         args.blocks, args.startup_runs = 100, 3
@@ -339,7 +342,7 @@ def main() -> None:
     print(f"{plugin_cost.machine()}")
     tmp = Path(tempfile.mkdtemp(prefix="spmd-profile-"))
     try:
-        print(plugin_cost.prepare_children(tmp, args.commit))
+        print(plugin_cost.prepare_children(tmp, args.commit, args.compiled))
         # The in-process sections import the plugin from the snapshot, and mypy finds spmd_types from
         # the current directory, as the children do.
         sys.path.insert(0, str(plugin_cost.CHECKOUT))

@@ -18,6 +18,7 @@ those checkers reject them, and mypy looks up ``"dp"`` in ``R["dp"]`` as a name.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import NamedTuple
 
 from mypy.plugin import AnalyzeTypeContext
@@ -89,7 +90,7 @@ def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> T
     That the stubs are missing is told once per module, not once per
     annotation (see :func:`_stubs_missing`).
     """
-    encoder = Encoder(session.modules, ctx.api.named_type(STR, []))
+    encoder = Encoder(session.modules, partial(ctx.api.named_type, STR, []))
     args = ctx.type.args
     if len(args) < 2:
         what = "Spmd[...] needs a tensor type and an SPMD type" if is_alias_form else (

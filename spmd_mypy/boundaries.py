@@ -389,6 +389,8 @@ def fit_declared(
     if context_type is None:
         return result
     expected = _optional_item(context_type)
+    if not _may_be_declaration(expected):
+        return result  # what every branch below comes to; most checked ops are operands of another op
     if context_type is declared_result or (declared_result is not None and files.is_returned(session, api, context)):
         where = RETURN_VALUE  # the second: a copy of a method for a value of its class's type variable
     elif _is_declaration(expected) and not files.assigned_to_inferred(session, api, context):
@@ -447,6 +449,20 @@ def _any_argument(typ: Type) -> bool:
     proper = get_proper_type(typ)
     return (isinstance(proper, Instance) and proper.type.fullname in SPMD_TENSORS and len(proper.args) == 1
             and isinstance(get_proper_type(proper.args[0]), AnyType))
+
+
+def _may_be_declaration(typ: Type) -> bool:
+    """Whether ``typ`` carries an SPMD type: an instance of an SPMD-typed class, or a union with SPMD tensors.
+
+    Any other type context (an operator's ``Tensor | Number`` parameter, a plain
+    tensor) is no declaration to fit: :func:`fit_declared` then keeps the
+    result, whether or not the value is returned, and need not ask.
+    """
+    proper = get_proper_type(typ)
+    if isinstance(proper, Instance):
+        return proper.type.fullname in SPMD_TYPED
+    return isinstance(proper, UnionType) and any(isinstance(item, Instance) and item.type.fullname in SPMD_TENSORS
+                                                 for item in map(get_proper_type, proper.items))
 
 
 def _is_declaration(typ: Type) -> bool:

@@ -10,6 +10,7 @@ is (re)parsed (:meth:`~spmd_mypy.session.Session.forget_callables`).
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
@@ -39,7 +40,7 @@ class Answer:
 
     class_mro: list[TypeInfo] | None  # the MRO of the class the method was resolved in
     info: TypeInfo | None
-    node: object  # the function, method or variable the signature was read from
+    node: builtins.object  # the function, method or variable the signature was read from (builtins.: mypyc)
     read: CallableType | None  # its signature when read
     signature: CallableType | None  # ``read`` when it has SPMD types
     plain_result: bool = False  # a call gives plain tensors (see spmd_mypy.gradual)

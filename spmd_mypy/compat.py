@@ -89,6 +89,7 @@ __all__ = [
     "attribute_assignments",
     "bind_method",
     "buffers_written_in_place",
+    "called_decorator_spans",
     "check_with_types",
     "checked_file",
     "declared_return_type",
@@ -284,6 +285,18 @@ def decorated_spans(tree: MypyFile, decorators: frozenset[str]) -> list[tuple[in
         if isinstance(node, Decorator) and any(isinstance(expr, RefExpr) and expr.fullname in decorators
                                                for expr in node.decorators):
             spans.append((node.func.line, node.func.end_line or node.func.line))
+    return spans
+
+
+def called_decorator_spans(tree: MypyFile, decorators: frozenset[str]) -> list[tuple[int, int, CallExpr]]:
+    """The line spans of the functions decorated with a call of one of ``decorators`` (full names), each with
+    that call (``@local_region("tp", ...)``)."""
+    spans: list[tuple[int, int, CallExpr]] = []
+    for node in statements_in(tree):
+        if isinstance(node, Decorator):
+            spans.extend((node.func.line, node.func.end_line or node.func.line, expr) for expr in node.decorators
+                         if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr)
+                         and expr.callee.fullname in decorators)
     return spans
 
 

@@ -26,7 +26,9 @@ a difference between branches goes unseen.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
 from mypy.nodes import MypyFile, TypeInfo
@@ -46,6 +48,7 @@ from spmd_mypy.compat import lookup_type_info, read_orders, read_rank, read_side
 from spmd_mypy.fullnames import (
     AXIS_GROUP,
     LOCAL_MAP_DECORATOR,
+    LOCAL_REGION_DECORATOR,
     NAMED_MESH,
     PARAMETER,
     PLACED_DTENSOR,
@@ -62,6 +65,7 @@ from spmd_types.typesystem import (
     EntryOrders,
     LocalMap,
     Placements,
+    Region,
     SpmdType,
     local_type,
     merge_paths,
@@ -103,15 +107,27 @@ class Divergent:
 class Encoder:
     """Builds and reads SPMD-typed mypy types; needs the loaded modules to find the phantoms."""
 
-    def __init__(self, modules: dict[str, MypyFile] | None, str_type: Instance, rebindable: bool = True) -> None:
+    def __init__(
+        self, modules: dict[str, MypyFile] | None, str_type: Callable[[], Instance], rebindable: bool = True
+    ) -> None:
         self._modules = modules
-        self._str = str_type
+        self._str_type = str_type
+        self._str_instance: Instance | None = None
         self._rebindable = rebindable
+
+    @property
+    def _str(self) -> Instance:
+        """``builtins.str``, which the literals of a new type need: asked of mypy only when one is built
+        (most checked ops find their result type among those already built).  Kept in an attribute, not
+        a ``cached_property``: the compiled build's classes have no instance ``__dict__``."""
+        if self._str_instance is None:
+            self._str_instance = self._str_type()
+        return self._str_instance
 
     @staticmethod
     def for_checker(session: Session, api: CheckerPluginInterface) -> Encoder:
         """How SPMD types are written while ``api`` checks a module (see the module docstring on re-binding)."""
-        return Encoder(session.modules, api.named_generic_type(STR, []), not api.options.allow_redefinition)
+        return Encoder(session.modules, partial(api.named_generic_type, STR, []), not api.options.allow_redefinition)
 
     # -- reading -----------------------------------------------------------------
 
@@ -165,6 +181,12 @@ class Encoder:
         """The placements of a ``local_map`` decorator typed ``LocalMapDecorator[Literal[...]]``."""
         text = _literal_arg(typ, LOCAL_MAP_DECORATOR)
         return LocalMap.parse(text) if text is not None else None
+
+    @staticmethod
+    def read_region(typ: Type) -> Region | None:
+        """The specs of a ``local_region`` decorator typed ``LocalRegionDecorator[Literal[...]]``."""
+        text = _literal_arg(typ, LOCAL_REGION_DECORATOR)
+        return Region.parse(text) if text is not None else None
 
     # -- writing -----------------------------------------------------------------
 
@@ -242,6 +264,10 @@ class Encoder:
     def local_map_decorator(self, spec: LocalMap) -> Instance | None:
         """``LocalMapDecorator[Literal[...]]``, the type of ``local_map(...)`` without its function."""
         return self._literal_instance(LOCAL_MAP_DECORATOR, str(spec))
+
+    def local_region_decorator(self, region: Region) -> Instance | None:
+        """``LocalRegionDecorator[Literal[...]]``, the type of ``local_region(...)`` without its function."""
+        return self._literal_instance(LOCAL_REGION_DECORATOR, str(region))
 
     def _literal_instance(self, fullname: str, text: str) -> Instance | None:
         info = lookup_type_info(self._modules, fullname)

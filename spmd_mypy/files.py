@@ -17,6 +17,7 @@ from spmd_mypy.compat import (
     Assignment,
     attribute_assignments,
     buffers_written_in_place,
+    called_decorator_spans,
     checked_file,
     decorated_spans,
     inferred_assignments,
@@ -25,7 +26,7 @@ from spmd_mypy.compat import (
     size_one_spans,
     without_autograd_spans,
 )
-from spmd_mypy.fullnames import GLOBAL_SPMD, SPMD_PACKAGE
+from spmd_mypy.fullnames import GLOBAL_SPMD, LOCAL_REGION, SPMD_PACKAGE
 from spmd_mypy.session import Session
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "in_global_mode",
     "is_returned",
     "is_written_later",
+    "local_axes",
     "size_one_axes",
     "size_one_axes_at",
     "uses_spmd",
@@ -93,10 +95,16 @@ def values_assigned(session: Session, api: CheckerPluginInterface, name: str, us
     facts = _facts(session, api)
     if facts is None:
         return []
-    found = [(first, value) for _, first, last, value in facts.name_assignments.get(name, ())
-             if first <= used.line <= last]
-    innermost = max((first for first, _ in found), default=None)
-    return [value for first, value in found if first == innermost]
+    # Remembered per name and line: the numbers of a call ask for the same names often, and a module
+    # assigns a common name (``h``) in every one of its functions, all of which the search goes through.
+    key = (name, used.line)
+    known = facts.values_assigned.get(key)
+    if known is None:
+        found = [(first, value) for _, first, last, value in facts.name_assignments.get(name, ())
+                 if first <= used.line <= last]
+        innermost = max((first for first, _ in found), default=None)
+        known = facts.values_assigned[key] = [value for first, value in found if first == innermost]
+    return list(known)
 
 
 def attribute_values(session: Session, api: CheckerPluginInterface, name: str, used: Context) -> list[Expression]:
@@ -126,9 +134,20 @@ def without_autograd(session: Session, api: CheckerPluginInterface, where: Conte
 
 
 def in_global_mode(session: Session, api: CheckerPluginInterface, where: Context) -> bool:
-    """Whether ``where`` is in a function decorated with ``@spmd_types.global_spmd`` (:mod:`spmd_mypy.global_mode`)."""
+    """Whether ``where`` is in a function decorated with ``@spmd_types.global_spmd`` (:mod:`spmd_mypy.global_mode`)
+    or ``@spmd_types.local_region`` (global on the axes it does not make local)."""
     facts = _facts(session, api)
-    return facts is not None and any(first <= where.line <= last for first, last in facts.global_spans)
+    return facts is not None and (any(first <= where.line <= last for first, last in facts.global_spans)
+                                  or any(first <= where.line <= last for first, last, _ in facts.region_spans))
+
+
+def local_axes(session: Session, api: CheckerPluginInterface, where: Context) -> frozenset[str]:
+    """The axes that ``where`` is local SPMD on, inside a function decorated with ``@spmd_types.local_region``
+    (:mod:`spmd_mypy.regions`): the global rules are not applied on them."""
+    facts = _facts(session, api)
+    if facts is None:
+        return frozenset()
+    return frozenset(axis for first, last, axes in facts.region_spans if first <= where.line <= last for axis in axes)
 
 
 def size_one_axes(session: Session, api: CheckerPluginInterface, where: Context) -> frozenset[str]:
@@ -156,6 +175,7 @@ class FileFacts:
         self.defs = tree.defs
         self.redefinable_parameters = redefinable_parameters
         self._size_one: list[tuple[int, int, str]] | None = None
+        self.values_assigned: dict[tuple[str, int], list[Expression]] = {}  # see values_assigned()
 
     @functools.cached_property
     def uses_spmd(self) -> bool:
@@ -168,6 +188,13 @@ class FileFacts:
     @functools.cached_property
     def global_spans(self) -> list[tuple[int, int]]:
         return decorated_spans(self.tree, GLOBAL_SPMD)
+
+    @functools.cached_property
+    def region_spans(self) -> list[tuple[int, int, tuple[str, ...]]]:
+        from spmd_mypy.regions import region_axes
+
+        spans = called_decorator_spans(self.tree, LOCAL_REGION)
+        return [(first, last, axes) for first, last, call in spans if (axes := region_axes(call)) is not None]
 
     @functools.cached_property
     def buffers_written_in_place(self) -> set[Expression]:

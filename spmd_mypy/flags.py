@@ -28,6 +28,7 @@ attribute keeps its declared type.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 
 from mypy.nodes import ARG_STAR, ARG_STAR2, OverloadedFuncDef, TypeInfo
@@ -64,7 +65,7 @@ class FlagTable:
     class (the daemon).
     """
 
-    init: object
+    init: builtins.object  # spelled so for mypyc: a compiled dataclass looks a field's type up in the module
     rows: tuple[tuple[Instance, dict[str, Type]], ...]
 
     def flags(self) -> frozenset[str]:

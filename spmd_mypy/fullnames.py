@@ -37,6 +37,8 @@ __all__ = [
     "LITERAL",
     "LOCAL_MAP",
     "LOCAL_MAP_DECORATOR",
+    "LOCAL_REGION",
+    "LOCAL_REGION_DECORATOR",
     "LOCAL_TYPE_MARKERS",
     "MESH_RECEIVERS",
     "MODULE",
@@ -86,6 +88,7 @@ AXIS_GROUP: Final = "spmd_types._typed.AxisGroup"
 NAMED_MESH: Final = "spmd_types._typed.NamedMesh"
 PLACED_DTENSOR: Final = "spmd_types._typed.PlacedDTensor"
 LOCAL_MAP_DECORATOR: Final = "spmd_types._typed.LocalMapDecorator"
+LOCAL_REGION_DECORATOR: Final = "spmd_types._typed.LocalRegionDecorator"
 """The stub-only classes that carry SPMD types (``stubs/spmd_types/_typed.pyi``; see :mod:`spmd_mypy.encoding`)."""
 
 SPMD_TENSORS: Final = frozenset({SPMD_TENSOR, SPMD_PARAMETER})
@@ -132,6 +135,9 @@ REDISTRIBUTE_SPEC: Final = "spmd_types.redistribute_spec"
 
 GLOBAL_SPMD: Final = frozenset({"spmd_types.global_spmd", "spmd_types._checking.global_spmd"})
 """The decorator of a function checked in global SPMD (:mod:`spmd_mypy.global_mode`)."""
+
+LOCAL_REGION: Final = frozenset({"spmd_types.local_region", "spmd_types._regions.local_region"})
+"""The decorator of a function local SPMD on chosen axes inside a global one (:mod:`spmd_mypy.regions`)."""
 
 LITERAL: Final = frozenset({"typing.Literal", "typing_extensions.Literal"})
 

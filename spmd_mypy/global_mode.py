@@ -7,7 +7,9 @@ rules as everywhere, then the core's global rules to each op on shards
 (:func:`cast_violations`), and, where the decorator is applied, to the
 declared types of the parameters and the return value (:func:`check_decorated`):
 ``V`` there has no global meaning.  Whether a call is in such a function is
-a fact of its file (:func:`spmd_mypy.files.in_global_mode`).
+a fact of its file (:func:`spmd_mypy.files.in_global_mode`), and so are the axes
+that a ``local_region`` inside it makes local SPMD, on which the global rules
+are not applied (:func:`spmd_mypy.files.local_axes`).
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ def check_op(
     global function (:func:`~spmd_types.typesystem.check_global_op`); elsewhere ``result`` as it is."""
     if not files.in_global_mode(session, api, where):
         return OpOutcome(result)
-    return check_global_op(op, operands, result, args, out_partial_axes)
+    return check_global_op(op, operands, result, args, out_partial_axes, files.local_axes(session, api, where))
 
 
 def result_layout(
@@ -101,7 +103,8 @@ def cast_violations(
     ``have`` is the input's type."""
     if not files.in_global_mode(session, api, where):
         return ()
-    found = (global_cast_violation(call, axis, src, dst, have.get(axis)) for axis in axes)
+    local = files.local_axes(session, api, where)
+    found = (global_cast_violation(call, axis, src, dst, have.get(axis)) for axis in axes if axis not in local)
     return tuple(v for v in found if v is not None)
 
 
@@ -112,12 +115,17 @@ def call_result_violations(
 
     ``returned`` is the call's declared result (a tensor, or a tuple of them):
     ``V`` on an axis is reported at the call (:func:`~spmd_types.typesystem.global_call_violation`),
-    where the value enters, when ``where`` is in a global function.
+    where the value enters, when ``where`` is in a global function (in a local region, on the axes it keeps
+    global).
     """
     proper = get_proper_type(returned)
     found = [Encoder.read(item) for item in (proper.items if isinstance(proper, TupleType) else [proper])]
-    violations = tuple(v for t in found if isinstance(t, SpmdType) and (v := global_call_violation(callee, t)))
-    return violations if violations and files.in_global_mode(session, api, where) else ()
+    typed = [t for t in found if isinstance(t, SpmdType)]
+    if not any(global_call_violation(callee, t) for t in typed) or not files.in_global_mode(session, api, where):
+        return ()
+    local = files.local_axes(session, api, where)  # in a local region, V on its axes is local SPMD
+    kept = (SpmdType({axis: kind for axis, kind in t.items() if axis not in local}) for t in typed)
+    return tuple(v for t in kept if (v := global_call_violation(callee, t)) is not None)
 
 
 def check_decorated(session: Session, ctx: FunctionContext) -> Verdict:

@@ -8,7 +8,8 @@ plugins and plain code are untouched), otherwise the handler that checks it,
 such as :func:`spmd_mypy.ops.check_function` for a torch function.  What the
 routing tables answer depends on the name alone and is remembered per name;
 what a user callable declares is asked each time (:mod:`spmd_mypy.callables`
-keeps that current).
+keeps that current), and the hook built from it is kept while the answer stays
+the same object.
 
 A handler of a call or an attribute reads the expression, applies the rule
 core and returns a :class:`~spmd_mypy.verdict.Verdict`; :func:`finish` does
@@ -49,11 +50,12 @@ from spmd_mypy import (
     local_map,
     ops,
     redistribute_spec,
+    regions,
     size_one,
 )
 from spmd_mypy.annotations import analyze
 from spmd_mypy.boundaries import fit_declared
-from spmd_mypy.callables import class_info, declared_attribute, declared_function, declared_method
+from spmd_mypy.callables import Answer, class_info, declared_attribute, declared_function, declared_method
 from spmd_mypy.collectives import COLLECTIVES
 from spmd_mypy.compat import note
 from spmd_mypy.encoding import Encoder
@@ -69,6 +71,8 @@ from spmd_mypy.fullnames import (
     INIT_DEVICE_MESH,
     LOCAL_MAP,
     LOCAL_MAP_DECORATOR,
+    LOCAL_REGION,
+    LOCAL_REGION_DECORATOR,
     MESH_RECEIVERS,
     REDISTRIBUTE_SPEC,
     SPMD_ALIAS,
@@ -116,22 +120,26 @@ class Router:
 
     def __init__(self, session: Session) -> None:
         self._session = session
-        # The hooks that the routing tables give a full name, remembered per question and name (mypy asks
-        # at every call site); what the user's declarations give is asked anew each time.
-        self._routed: dict[tuple[str, str], Callable[..., object] | None] = {}
-
-    def _route(self, question: str, fullname: str, decide: Callable[[str], RoutedHook | None]) -> RoutedHook | None:
-        """``decide(fullname)``, remembered: only for decisions that depend on the full name alone."""
-        key = (question, fullname)
-        if key in self._routed:
-            return cast("RoutedHook | None", self._routed[key])
-        hook = self._routed[key] = decide(fullname)
-        return hook
+        # The hooks that the routing tables give a full name, remembered per question, keyed by the name
+        # alone (mypy asks at every call site, about 200,000 times on a large model, mostly for names that
+        # are not the plugin's: a hit is one dict lookup, with no key tuple or closure built).
+        self._annotations: dict[str, Callable[[AnalyzeTypeContext], Type] | None] = {}
+        self._functions: dict[str, Callable[[FunctionContext], Type] | None] = {}
+        self._function_signatures: dict[str, Callable[[FunctionSigContext], FunctionLike] | None] = {}
+        self._methods: dict[str, Callable[[MethodContext], Type] | None] = {}
+        self._attributes: dict[str, Callable[[AttributeContext], Type] | None] = {}
+        # The hooks built from what a user callable declares, with the answer each was built from: the
+        # same hook while :mod:`spmd_mypy.callables` gives the same (current) answer.
+        self._declared: dict[tuple[str, str, str], tuple[Answer, Callable[..., object] | None]] = {}
 
     # -- annotations -----------------------------------------------------------------
 
     def type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
-        return self._route("annotation", fullname, self._annotation_hook)
+        try:
+            hook = self._annotations[fullname]
+        except KeyError:
+            hook = self._annotations[fullname] = self._annotation_hook(fullname)
+        return hook
 
     def _annotation_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
         if fullname not in ANNOTATED and fullname not in SPMD_ALIAS:
@@ -149,7 +157,11 @@ class Router:
     # -- calls of functions ----------------------------------------------------------
 
     def function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
-        return self._call_hook("function", fullname, self._function_handler, self._declared_function_handler)
+        try:
+            hook = self._functions[fullname]
+        except KeyError:
+            hook = self._functions[fullname] = self._calls_or_none(self._function_handler(fullname))
+        return hook if hook is not None else self._declared_function_hook(fullname)
 
     def _function_handler(self, fullname: str) -> Handler[FunctionContext] | None:
         """The handler the routing tables give function ``fullname``: a function of the name alone."""
@@ -171,6 +183,8 @@ class Router:
             return local_map.check_local_map
         if fullname in GLOBAL_SPMD:
             return global_mode.check_decorated
+        if fullname in LOCAL_REGION:
+            return regions.check_local_region
         if fullname == REDISTRIBUTE_SPEC:
             return redistribute_spec.check_redistribute_spec
         if fullname == BUILTIN_SUM:
@@ -183,22 +197,24 @@ class Router:
             return partial(ops.check_function, name=public)
         return None
 
-    def _declared_function_handler(self, fullname: str) -> Handler[FunctionContext] | None:
-        """The handler of a user function, by what it declares now (see :mod:`spmd_mypy.callables`)."""
+    def _declared_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        """The hook of a user function, by what it declares now (see :mod:`spmd_mypy.callables`)."""
         declared = declared_function(self._session, fullname)
-        if declared.signature is not None:
-            return partial(boundaries.check_call, callee=fullname.rpartition(".")[2])
-        if declared.plain_result:
-            return gradual.unknown_result
-        return None
+        return self._built(("function", "", fullname), declared, lambda: self._calls_or_none(
+            _boundary_handler(declared, fullname.rpartition(".")[2])))
 
     def function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
-        routed = self._route("function signature", fullname, self._routed_function_signature_hook)
+        try:
+            routed = self._function_signatures[fullname]
+        except KeyError:
+            routed = self._function_signatures[fullname] = self._routed_function_signature_hook(fullname)
         if routed is not None:
             return routed
-        if declared_function(self._session, fullname).signature is not None:
-            return self._signatures(boundaries.relax_function)
-        return None
+        declared = declared_function(self._session, fullname)
+        if declared.signature is None:
+            return None
+        return self._built(("function signature", "", fullname), declared,
+                           lambda: self._signatures(boundaries.relax_function))
 
     def _routed_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
         # torch.distributed's functions take tensor lists too (``dist.gather(x, bufs)``).
@@ -209,7 +225,11 @@ class Router:
     # -- calls of methods ------------------------------------------------------------
 
     def method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
-        return self._call_hook("method", fullname, self._method_handler, self._declared_method_handler)
+        try:
+            hook = self._methods[fullname]
+        except KeyError:
+            hook = self._methods[fullname] = self._calls_or_none(self._method_handler(fullname))
+        return hook if hook is not None else self._declared_method_hook(fullname)
 
     def _method_handler(self, fullname: str) -> Handler[MethodContext] | None:
         """The handler the routing tables give method ``fullname``: a function of the name alone."""
@@ -226,31 +246,70 @@ class Router:
             return dtensor.check_submesh
         if owner == LOCAL_MAP_DECORATOR and method == "__call__":
             return local_map.check_decorated
+        if owner == LOCAL_REGION_DECORATOR and method == "__call__":
+            return regions.check_decorated
         if method == "__call__" and (module_op := ops.torch_module_op(owner)) is not None:
             return partial(ops.check_module_call, module=module_op)
         return None
 
-    def _declared_method_handler(self, fullname: str) -> Handler[MethodContext] | None:
-        """The handler of a user method, by what it declares now (see :mod:`spmd_mypy.callables`)."""
+    def _declared_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
+        """The hook of a user method, by what it declares now (see :mod:`spmd_mypy.callables`)."""
         owner, method = method_of(fullname)
         declared = declared_method(self._session, owner, method)
-        if declared.signature is not None:
-            callee = f"{owner.rpartition('.')[2]}.{'forward' if method in ('__call__', 'apply') else method}"
-            return partial(boundaries.check_call, callee=callee)
-        if declared.plain_result:
-            return gradual.unknown_result
-        return None
+        callee = f"{owner.rpartition('.')[2]}.{'forward' if method in ('__call__', 'apply') else method}"
+
+        def build() -> Callable[[MethodContext], Type] | None:
+            handler: Handler[MethodContext] | None = _boundary_handler(declared, callee)
+            return self._calls_or_none(handler)
+
+        return self._built(("method", owner, method), declared, build)
 
     def method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
         owner, method = method_of(fullname)
-        if owner in TENSOR_RECEIVERS or declared_method(self._session, owner, method).signature is None:
+        if owner in TENSOR_RECEIVERS:
             return None
-        return self._signatures(partial(boundaries.relax_method, method=method))
+        declared = declared_method(self._session, owner, method)
+        if declared.signature is None:
+            return None
+        return self._built(("method signature", owner, method), declared,
+                           lambda: self._signatures(partial(boundaries.relax_method, method=method)))
 
     # -- attributes ------------------------------------------------------------------
 
     def attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
-        handler = self._attribute_handler(fullname)
+        try:
+            hook = self._attributes[fullname]
+        except KeyError:
+            hook = self._attributes[fullname] = self._attribute_hook_or_none(self._property_handler(fullname))
+        return hook if hook is not None else self._declared_attribute_hook(fullname)
+
+    def _property_handler(self, fullname: str) -> Handler[AttributeContext] | None:
+        """The handler the routing tables give attribute ``fullname``: a tensor property, by the name alone."""
+        owner, _, attribute = fullname.rpartition(".")
+        if owner in TENSOR_PROPERTY_OWNERS and attribute in TENSOR_PROPERTIES:
+            return partial(ops.check_property, attribute=attribute)
+        return None
+
+    def _declared_attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
+        """The hook of an attribute of a user class: one that holds plain tensors, or a configuration flag."""
+        owner, _, attribute = fullname.rpartition(".")
+        if not owner:
+            return None
+        declared = declared_attribute(self._session, owner, attribute)
+        if declared.plain_result:
+            return self._built(("attribute", owner, attribute), declared,
+                               lambda: self._attribute_hook_or_none(gradual.unknown_attribute))
+        # The class the answer was read from, while it is current; looked up again only where none was.
+        info = declared.info if declared.info is not None else class_info(self._session, owner)
+        if info is not None:
+            table = flags.flag_table(self._session, info)
+            if table is not None and attribute in table.flags():
+                return self._attribute_hook_or_none(partial(flags.read_flag, owner=info, flag=attribute))
+        return None
+
+    def _attribute_hook_or_none(
+        self, handler: Handler[AttributeContext] | None
+    ) -> Callable[[AttributeContext], Type] | None:
         if handler is None:
             return None
         session = self._session
@@ -259,30 +318,19 @@ class Router:
             lambda ctx: ctx.default_attr_type,
         )
 
-    def _attribute_handler(self, fullname: str) -> Handler[AttributeContext] | None:
-        owner, _, attribute = fullname.rpartition(".")
-        if owner in TENSOR_PROPERTY_OWNERS and attribute in TENSOR_PROPERTIES:
-            return partial(ops.check_property, attribute=attribute)
-        if owner and declared_attribute(self._session, owner, attribute).plain_result:
-            return gradual.unknown_attribute
-        if owner and (info := class_info(self._session, owner)) is not None:
-            table = flags.flag_table(self._session, info)
-            if table is not None and attribute in table.flags():
-                return partial(flags.read_flag, owner=info, flag=attribute)
-        return None
-
     # -- how each kind of hook runs its handler --------------------------------------
 
-    def _call_hook(
-        self,
-        question: str,
-        fullname: str,
-        routed: Callable[[str], Handler[CallContext] | None],
-        declared: Callable[[str], Handler[CallContext] | None],
-    ) -> Callable[[CallContext], Type] | None:
-        """The hook of a call of ``fullname``: the ``routed`` handler (remembered per name), else ``declared``'s."""
-        hook = self._route(question, fullname, lambda name: self._calls_or_none(routed(name)))
-        return hook if hook is not None else self._calls_or_none(declared(fullname))
+    def _built(self, key: tuple[str, str, str], answer: Answer, build: Callable[[], RoutedHook | None]
+               ) -> RoutedHook | None:
+        """``build()``, the hook for what a user callable declares, remembered under ``key`` while
+        :mod:`spmd_mypy.callables` gives the same ``answer`` object (a new one when the declaration may
+        have changed): the hook, its handler and guard are then built once, not at every call site."""
+        known = self._declared.get(key)
+        if known is not None and known[0] is answer:
+            return cast("RoutedHook | None", known[1])
+        hook = build()
+        self._declared[key] = (answer, hook)
+        return hook
 
     def _calls_or_none(self, handler: Handler[CallContext] | None) -> Callable[[CallContext], Type] | None:
         return self._calls(handler) if handler is not None else None
@@ -319,6 +367,15 @@ class Router:
                 return fallback(ctx)
 
         return guarded
+
+
+def _boundary_handler(declared: Answer, callee: str) -> Handler[CallContext] | None:
+    """The handler of a call of a user callable spelled ``callee``, by what it ``declared``."""
+    if declared.signature is not None:
+        return partial(boundaries.check_call, callee=callee)
+    if declared.plain_result:
+        return gradual.unknown_result
+    return None
 
 
 def finish(session: Session, api: CheckerPluginInterface, context: Context, default: Type, verdict: Verdict) -> Type:

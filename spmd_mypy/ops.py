@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Final
+from dataclasses import dataclass
+from typing import Final, TypeAlias
 
 from mypy.nodes import (
     CallExpr,
@@ -44,7 +45,7 @@ from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.size_one import settle
 from spmd_mypy.source import source
-from spmd_mypy.values import Arguments, contains_tensor, read_arguments
+from spmd_mypy.values import Arguments, arguments_key, contains_tensor, literal_kinds, read_arguments
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
     BUILTIN_SUM,
@@ -55,6 +56,7 @@ from spmd_types.typesystem import (
     PARTIAL_OUTPUT_FUNCTIONS,
     UNKNOWN,
     Code,
+    EntryOrders,
     Operand,
     OpOutcome,
     OpRule,
@@ -140,13 +142,17 @@ def check_function(session: Session, ctx: FunctionContext, name: str) -> Verdict
     if not _involves_spmd(session, ctx):
         return Verdict()
     rule = lookup(name)
-    numbers = NumberReader(session, ctx.api, ctx.context)
-    arguments = read_arguments(session, ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args, numbers=numbers)
     first_tensor = next((t for types in ctx.arg_types for t in types if plain_tensor(t) is not None), None)
     default = ctx.default_return_type
     if first_tensor is not None:
         default = _untyped_returns_tensor(default, name, rule, first_tensor)
-    return _apply(session, ctx, default, name, rule, arguments, numbers=numbers)
+    key = _op_key(session, ctx, name, rule, default, arguments_key(ctx.callee_arg_names, ctx.arg_types, ctx.args))
+    known = _OPS.get(key) if key is not None else None
+    if known is not None:
+        return known.verdict(default)
+    numbers = NumberReader(session, ctx.api, ctx.context)
+    arguments = read_arguments(session, ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args, numbers=numbers)
+    return _remember_op(key, _apply(session, ctx, default, name, rule, arguments, numbers=numbers))
 
 
 def _untyped_returns_tensor(default: Type, name: str, rule: OpRule, like: Type) -> Type:
@@ -217,7 +223,9 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
         operands.append(args[0][0])
     for operand in operands:
         whole = expression_type(ctx.api, operand)
-        divergent = Encoder.read(whole) if whole is not None else None
+        if whole is None or not _is_union(whole):
+            continue  # only a union reads as divergent: the common operand is not read twice
+        divergent = Encoder.read(whole)
         if isinstance(divergent, Divergent):
             divergent = settle(session, ctx.api, operand, divergent)
         if isinstance(divergent, Divergent):
@@ -228,13 +236,18 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
     if method.startswith("__") and not any(names):
         # mypy passes no parameter names for operators; torch's signatures name them so.
         names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
+    default = _untyped_returns_tensor(ctx.default_return_type, name, rule, ctx.type)
+    key = _op_key(session, ctx, name, rule, default, arguments_key(names, ctx.arg_types, args, (ctx.type, receiver)))
+    known = _OPS.get(key) if key is not None else None
+    if known is not None:
+        return known.verdict(default, speculative=operator)
     numbers = NumberReader(session, ctx.api, ctx.context)
     arguments = read_arguments(session, ctx.api, rule, names, ctx.arg_types, args, (ctx.type, receiver), numbers)
     if isinstance(ctx.context, OperatorAssignmentStmt):  # p += 1: no call around the target p writes back into it
         arguments.written = [None if operand.param == "input" else written
                              for operand, written in zip(arguments.operands, arguments.written)]
-    default = _untyped_returns_tensor(ctx.default_return_type, name, rule, ctx.type)
-    return _apply(session, ctx, default, name, rule, arguments, speculative=operator, numbers=numbers)
+    verdict = _apply(session, ctx, default, name, rule, arguments, speculative=operator, numbers=numbers)
+    return _remember_op(key, verdict)
 
 
 PARTIAL_OUTPUTS: Final = {spmd_function(name): function for name, function in PARTIAL_OUTPUT_FUNCTIONS.items()}
@@ -359,7 +372,7 @@ def _sharded_outcome(rule: OpRule, name: str, arguments: Arguments, autograd: bo
     slice cannot before Python 3.12); each value is keyed with its type, so
     that ``keepdim=True`` and ``keepdim=1`` stay apart.
     """
-    literals = tuple((param, value, _kinds(value)) for param, value in arguments.literals.items())
+    literals = tuple((param, value, literal_kinds(value)) for param, value in arguments.literals.items())
     try:
         hash(literals)
     except TypeError:
@@ -381,13 +394,62 @@ def _sharded(
     return apply_op(rule, operands, passed, autograd=autograd, op=name, args=args)
 
 
-def _kinds(value: object) -> object:
-    """The type of ``value``, and of each of its parts for a tuple or a slice."""
-    if isinstance(value, tuple):
-        return tuple(_kinds(item) for item in value)
-    if isinstance(value, slice):
-        return (slice, _kinds(value.start), _kinds(value.stop), _kinds(value.step))
-    return type(value)
+OpKey: TypeAlias = tuple[object, ...]
+
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What checking an op found where it reported nothing: the fields of its :class:`Verdict` but mypy's type."""
+
+    result: SpmdType | None
+    rank: int | None
+    orders: EntryOrders
+    fit: bool
+
+    def verdict(self, default: Type, *, speculative: bool = False) -> Verdict:
+        """The verdict of the same op at another place whose mypy result type is ``default``."""
+        return Verdict(returns=default, result=self.result, rank=self.rank, orders=self.orders, fit=self.fit,
+                       speculative=speculative)
+
+
+_OPS: Final[dict[OpKey, _Found]] = {}
+"""What checking an op found where it reported nothing, by :func:`_op_key`.  A model applies the same
+few ops to the same few types, with the same literals, at thousands of call sites; a hit skips reading
+the arguments into operands and the rule."""
+_OPS_MAX: Final = 8192
+
+
+def _op_key(
+    session: Session,
+    ctx: FunctionContext | MethodContext,
+    name: str,
+    rule: OpRule,
+    default: Type,
+    arguments: tuple[object, ...] | None,
+) -> OpKey | None:
+    """Everything that :func:`_apply` decides op ``name`` from, where the arguments have a key (see
+    :func:`~spmd_mypy.values.arguments_key`); ``None`` where the op takes the full check.
+
+    Besides the arguments that is what mypy's result ``default`` is (a tensor or
+    ``Any``), and the facts of the call's place that the rules consult: whether
+    it runs with autograd, and in a ``global_spmd`` function.  Ops that write in
+    place or make constants consult more of their place (what their input
+    aliases, whether the constant is written later) and are never keyed.
+    """
+    if arguments is None or rule.inplace or rule.makes_constants:
+        return None
+    return (name, rule, arguments, contains_tensor(default), _is_any(default),
+            files.without_autograd(session, ctx.api, ctx.context), files.in_global_mode(session, ctx.api, ctx.context))
+
+
+def _remember_op(key: OpKey | None, verdict: Verdict) -> Verdict:
+    """``verdict``, remembered under ``key`` where it reports nothing (a report is made at its own place)."""
+    if key is not None and not verdict.reports:
+        if len(_OPS) >= _OPS_MAX:
+            _OPS.clear()
+        _OPS[key] = _Found(verdict.result, verdict.rank, verdict.orders, verdict.fit)
+    return verdict
 
 
 def _is_union(typ: Type) -> bool:
@@ -432,33 +494,36 @@ def _apply(
         verdict.report(problem.violations, problem.at, problem.where, speculative=speculative)
     autograd = not files.without_autograd(session, ctx.api, ctx.context)
     where = display_name(name)
+    sharded = arguments.sharded  # read once: it looks at every operand's every axis
     axes: tuple[str, ...] = ()
     if partial is not None:
         function, axes = partial
         where = function.where
         outcome = check_partial_output(function, arguments.operands, axes, arguments.passed, autograd=autograd,
                                        args=arguments.literals)
-    elif arguments.sharded:  # the shards' dims follow the op's literal arguments
+    elif sharded:  # the shards' dims follow the op's literal arguments
         outcome = _sharded_outcome(rule, name, arguments, autograd)
     else:
         outcome = _outcome(rule, tuple(arguments.operands), frozenset(arguments.passed), autograd)
-    violations = tuple(_on_lengths(v, arguments) for v in outcome.violations)
-    if violations:
+    if outcome.violations:
+        violations = tuple(_on_lengths(v, arguments) for v in outcome.violations)
         verdict.report(violations, ctx.context, where, arguments.spelled, speculative=speculative)
     aliased = _cast_input(session, ctx.api, arguments.expressions.get("input")) if rule.inplace else None
     if aliased is not None:
-        verdict.report(writes_through(rule, arguments.operands, aliased, autograd=autograd), ctx.context, where,
-                       arguments.spelled, speculative=speculative)
-    if arguments.sharded:
+        through = writes_through(rule, arguments.operands, aliased, autograd=autograd)
+        if through:  # the operands are spelled (source text) only for a report
+            verdict.report(through, ctx.context, where, arguments.spelled, speculative=speculative)
+    if sharded:
         outcome = global_mode.check_op(session, ctx.api, ctx.context, name, arguments.operands, outcome.result,
                                        arguments.literals, axes)
-        verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
+        if outcome.violations:
+            verdict.report(outcome.violations, ctx.context, where, arguments.spelled, speculative=speculative)
     if not returns_tensor:
         return verdict
     verdict.rank, verdict.orders, unordered = global_mode.result_layout(
         session, ctx.api, ctx.context, name, arguments.operands, arguments.orders, arguments.literals, outcome.result)
-    if not outcome.violations:  # operands cut along different dims are reported once, by the per-axis rules
-        verdict.report(unordered, ctx.context, where, arguments.spelled, speculative=speculative)
+    if unordered and not outcome.violations:  # operands cut along different dims are reported once, by the
+        verdict.report(unordered, ctx.context, where, arguments.spelled, speculative=speculative)  # per-axis rules
     result = outcome.result
     if constant and files.is_written_later(session, ctx.api, ctx.context):
         result = written_buffer(result)  # what it holds once written into

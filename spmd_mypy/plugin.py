@@ -97,12 +97,11 @@ class SpmdPlugin(Plugin):
         super().set_modules(modules)
         self._session.modules = modules
 
-    @property
-    def _hooks(self) -> Router:
-        if self._router is None:
-            from spmd_mypy.hooks import Router
+    def _load_hooks(self) -> Router:
+        """The router, imported and made at mypy's first hook question (a fully cached run never asks)."""
+        from spmd_mypy.hooks import Router
 
-            self._router = Router(self._session)
+        self._router = Router(self._session)
         return self._router
 
     # -- configuration and dependencies ----------------------------------------------
@@ -117,24 +116,25 @@ class SpmdPlugin(Plugin):
         return []
 
     # -- hooks -----------------------------------------------------------------------
+    # mypy asks these about 200,000 times on a large model: each is one attribute test and the router's answer.
 
     def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
-        return self._hooks.type_analyze_hook(fullname)
+        return (self._router or self._load_hooks()).type_analyze_hook(fullname)
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
-        return self._hooks.function_hook(fullname)
+        return (self._router or self._load_hooks()).function_hook(fullname)
 
     def get_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
-        return self._hooks.function_signature_hook(fullname)
+        return (self._router or self._load_hooks()).function_signature_hook(fullname)
 
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
-        return self._hooks.method_hook(fullname)
+        return (self._router or self._load_hooks()).method_hook(fullname)
 
     def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
-        return self._hooks.method_signature_hook(fullname)
+        return (self._router or self._load_hooks()).method_signature_hook(fullname)
 
     def get_attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
-        return self._hooks.attribute_hook(fullname)
+        return (self._router or self._load_hooks()).attribute_hook(fullname)
 
 
 SUPPORTED_MYPY: Final = range(2, 3)

@@ -33,6 +33,7 @@ from mypy.nodes import (
     StrExpr,
     TupleExpr,
     UnaryExpr,
+    Var,
 )
 from mypy.plugin import CheckerPluginInterface
 from mypy.types import (
@@ -70,7 +71,16 @@ from spmd_types.typesystem import (
     passed_literal,
 )
 
-__all__ = ["POSITIONS", "Arguments", "contains_tensor", "literal_value", "read_arguments", "with_result"]
+__all__ = [
+    "POSITIONS",
+    "Arguments",
+    "arguments_key",
+    "contains_tensor",
+    "literal_kinds",
+    "literal_value",
+    "read_arguments",
+    "with_result",
+]
 
 POSITIONS: Final = frozenset({"start", "end", "step", "length", "index", "fill_value", "shifts", "split_size"})
 """Number parameters that place or fill values (``narrow(dim, start, length)``, ``arange(end)``,
@@ -144,6 +154,77 @@ def read_arguments(
             if param != "out":  # the tensor written to, not an operand
                 _read_value(session, api, out, param, typ, expr, rule, numbers)
     return out
+
+
+def arguments_key(
+    formal_names: Sequence[str | None],
+    arg_types: Sequence[Sequence[Type]],
+    args: Sequence[Sequence[Expression]],
+    receiver: tuple[Type, Expression | None] | None = None,
+) -> tuple[object, ...] | None:
+    """A key that decides all that :func:`read_arguments` reads from these arguments, where one is cheap to
+    tell; else ``None``.
+
+    That is where every argument is a tensor of one type (no union), which
+    reads as its SPMD type and rank, or a literal (``2``, ``-1``, ``0.5``,
+    ``"sum"``, ``True``) that no number computed from ranks can be; and no
+    argument is an ``out=`` tensor.  A tensor's key is its SPMD type, rank and
+    entry orders.  Together with the op's rule, such a key
+    decides the operands, what is passed and the literal values, everything but
+    how each operand is spelled.  It follows :func:`_read_value`'s cases:
+    a change there must be reflected here.
+    """
+    parts: list[object] = []
+    if receiver is not None:
+        parts.append(_value_key(*receiver))
+    for name, types, exprs in zip(formal_names, arg_types, args):
+        param = canonical_param(name or "")
+        if param == "out" and exprs:
+            return None
+        parts.append(param)
+        parts.extend(_value_key(typ, expr) for typ, expr in zip(types, exprs))
+        parts.append(len(types))
+    return None if None in parts else tuple(parts)
+
+
+_TENSOR: Final = "tensor"
+_LITERAL: Final = "literal"
+
+
+def _value_key(typ: Type, expr: Expression | None) -> tuple[object, ...] | None:
+    """What one argument reads as, for :func:`arguments_key`; ``None`` where that takes the full reading."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, Instance) and is_tensor(proper):
+        # No literal types as a tensor: literal_value() is NOT_KNOWN for every tensor expression.
+        return (_TENSOR, Encoder.read(proper), Encoder.rank(proper), Encoder.orders(proper))
+    if not _plain_literal(expr) or isinstance(proper, TupleType) or (
+            isinstance(proper, Instance) and proper.type.fullname in SEQUENCES):
+        return None
+    literal = literal_value(expr) if expr is not None else NOT_KNOWN
+    return (_LITERAL, isinstance(proper, NoneType), _is_number(proper), isinstance(proper, AnyType),
+            _is_zero(proper, expr), literal, literal_kinds(literal))
+
+
+def _plain_literal(expr: Expression | None) -> bool:
+    """Whether ``expr`` is a literal that :class:`~spmd_mypy.numbers.NumberReader` never reads a type from."""
+    if isinstance(expr, (IntExpr, FloatExpr, StrExpr)):
+        return True
+    if isinstance(expr, UnaryExpr):
+        return expr.op in ("-", "+") and isinstance(expr.expr, (IntExpr, FloatExpr))
+    return (isinstance(expr, NameExpr) and expr.fullname in CONSTANTS
+            and not (isinstance(expr.node, Var) and expr.node.is_inferred))
+
+
+def literal_kinds(value: object) -> object:
+    """The type of literal ``value``, and of each of its parts for a tuple or a slice.
+
+    Keys hold it beside the value, so that ``keepdim=True`` and ``keepdim=1`` (equal in Python) stay apart.
+    """
+    if isinstance(value, tuple):
+        return tuple(literal_kinds(item) for item in value)
+    if isinstance(value, slice):
+        return (slice, literal_kinds(value.start), literal_kinds(value.stop), literal_kinds(value.step))
+    return type(value)
 
 
 def _read_value(

@@ -71,6 +71,7 @@ _DEFINED_IN = {
     "runtime_checking": "spmd_types._checking",
     "checked": "spmd_types._checking",
     "global_spmd": "spmd_types._checking",
+    "local_region": "spmd_types._regions",
     "TypeTracker": "spmd_types._checking",
     "SpmdError": "spmd_types._errors",
     "SpmdValueError": "spmd_types._errors",

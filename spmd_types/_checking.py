@@ -197,6 +197,7 @@ class TypeTracker:
         self._hooks: list[Any] = []
         self._unbind: list[Callable[[], None]] = []
         self._global = 0  # how many global_spmd functions the program is in
+        self._local_axes: frozenset[str] = frozenset()  # the axes local_region made local SPMD (see _regions)
 
     # -- tracked types ---------------------------------------------------------------
 
@@ -306,7 +307,8 @@ class TypeTracker:
         result, violations = _check_call_on_axes(call, axes, have, src, dst, op)
         self._report(violations, where, (value,), value)
         if self._global:
-            found = (global_cast_violation(call, axis, src, dst, have.get(axis)) for axis in axes)
+            found = (global_cast_violation(call, axis, src, dst, have.get(axis)) for axis in axes
+                     if axis not in self._local_axes)
             self._report(tuple(v for v in found if v is not None), where, (value,), value)
         self._check_summed(call, axes, x, src, dst, op)
         out = run()
@@ -362,7 +364,7 @@ class TypeTracker:
                                        args=literals)
         self._report(outcome.violations, function.where, tuple(o.param for o in operands))
         if self._global:
-            outcome = check_global_op(function.op, operands, outcome.result, literals, axes)
+            outcome = check_global_op(function.op, operands, outcome.result, literals, axes, self._local_axes)
             self._report(outcome.violations, function.where, tuple(o.param for o in operands))
         out = self._unchecked(run, (), {})
         if not outcome.result.is_unknown:
@@ -697,7 +699,8 @@ class _Op:
             if tracker._global:
                 operands, literals = self.operands(tags, args, kwargs)
                 tracker._report(outcome.violations, self.display, params)
-                outcome = check_global_op(self.name, operands, outcome.result, literals)
+                outcome = check_global_op(self.name, operands, outcome.result, literals,
+                                          local_axes=tracker._local_axes)
         else:
             outcome, params = self._outcome(tuple(items), tuple(passed), torch.is_grad_enabled())
         tracker._report(outcome.violations, self.display, params)

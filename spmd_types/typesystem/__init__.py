@@ -30,6 +30,7 @@ Where each rule is:
 * :mod:`.loss`: the ``loss.backward()`` rule;
 * :mod:`.ecosystem`: other libraries' communication functions and the calls they are;
 * :mod:`.placements`: DTensor placements and the local types they stand for;
+* :mod:`.regions`: ``local_region``, a function local SPMD on chosen axes inside a global program;
 * :mod:`.local_map`: DTensor's ``local_map``, the types its placements give the function it wraps;
 * :mod:`.codes`: the error codes, one per class of mistake;
 * :mod:`.violations`: structured violations with fixes.
@@ -195,6 +196,11 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.planner import Step as Step
     from spmd_types.typesystem.planner import plan_redistribute as plan_redistribute
     from spmd_types.typesystem.planner import plan_via_replicated as plan_via_replicated
+    from spmd_types.typesystem.regions import Region as Region
+    from spmd_types.typesystem.regions import region_arity as region_arity
+    from spmd_types.typesystem.regions import region_input as region_input
+    from spmd_types.typesystem.regions import region_output as region_output
+    from spmd_types.typesystem.regions import region_problem as region_problem
     from spmd_types.typesystem.shard_dims import LOST as LOST
     from spmd_types.typesystem.shard_dims import NOT_KNOWN as NOT_KNOWN
     from spmd_types.typesystem.shard_dims import POINTWISE_OPS as POINTWISE_OPS
@@ -257,6 +263,7 @@ _DEFINED_IN: dict[str, str] = {
         "layout",
     ),
     **dict.fromkeys(("LocalMap", "local_map_input", "local_map_output"), "local_map"),
+    **dict.fromkeys(("Region", "region_arity", "region_input", "region_output", "region_problem"), "regions"),
     **dict.fromkeys(
         ("AnnotationError", "AxisType", "AxisTypes", "Constant", "I", "LOCAL_TYPES", "LocalType", "P", "R", "S",
          "Shard", "V", "WEAK", "ZERO", "axis_types_marker", "gradient_type", "is_varying", "local_type",

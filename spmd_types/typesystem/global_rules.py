@@ -247,6 +247,7 @@ def check_global_op(
     result: SpmdType,
     args: Mapping[str, object] | None = None,
     out_partial_axes: tuple[str, ...] = (),
+    local_axes: frozenset[str] = frozenset(),
 ) -> OpOutcome:
     """What makes op ``op`` on ``operands`` not global, given its local ``result`` (see the module docstring).
 
@@ -254,9 +255,11 @@ def check_global_op(
     (so that the mistake is reported once).  ``out_partial_axes`` are the axes
     the call declares pending sums on (``spmd_types.matmul(..., out_partial_axes=...)``).
     Axes on which an operand is ``V`` are left alone: the value stopped being
-    global before.
+    global before; so are ``local_axes``, on which the op runs in a local region
+    (:mod:`~spmd_types.typesystem.regions`).
     """
-    found = _op_violations(op, operands, result, args or {}, out_partial_axes)
+    found = tuple(v for v in _op_violations(op, operands, result, args or {}, out_partial_axes)
+                  if v.axis not in local_axes)
     broken = {v.axis for v in found}
     if broken:
         result = SpmdType({axis: kind for axis, kind in result.items() if axis not in broken})

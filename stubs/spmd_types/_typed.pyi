@@ -49,3 +49,15 @@ class LocalMapDecorator(Generic[_L_co]):
     """
 
     def __call__(self, func: Callable[..., Any], /) -> Any: ...
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+class LocalRegionDecorator(Generic[_L_co]):
+    """``local_region(axes, in_specs=..., out_specs=...)`` without its function: a decorator whose specs are known.
+
+    Written ``LocalRegionDecorator[Literal["tp | dp:S(0), tp:S(1) | dp:S(0), tp:R | one"]]`` (see
+    ``spmd_types.typesystem.Region``); the plugin checks the function it decorates and gives
+    its result the types of ``out_specs``.
+    """
+
+    def __call__(self, func: _F, /) -> _F: ...

@@ -81,6 +81,8 @@ PAGES: tuple[Page, ...] = (
          ("assert_type", "set_runtime_checks", "runtime_checks_enabled"), module_doc=True),
     Page("runtime_checking", "Runtime checking", "spmd_types/_checking.py",
          ("runtime_checking", "checked", "global_spmd", "TypeTracker"), module_doc=True),
+    Page("local_region", "local_region", "spmd_types/_regions.py", ("local_region",), module_doc=True,
+         summary="`local_region`: a function local SPMD on chosen mesh axes inside a global program"),
     Page("exceptions", "Exceptions", "spmd_types/_errors.py",
          ("SpmdError", "SpmdValueError", "SpmdRuntimeError", "CollectiveArgumentError", "ShapeError",
           "UnknownAxisError", "NoCurrentMeshError", "NotDifferentiableError", "SpmdTypeCheckError"),
