@@ -29,6 +29,7 @@ from mypy.types import (
     Type,
     TypeOfAny,
     UnboundType,
+    UnionType,
     get_proper_type,
 )
 
@@ -287,7 +288,10 @@ def _tensor(
     """The SPMD-typed tensor; ``base`` after a reported mistake; ``None`` if it cannot be written."""
     proper = get_proper_type(base)
     if not is_tensor(proper):
-        _fail(ctx, f"SPMD types apply to tensors, not to {base}", Code.ANNOTATION)
+        inside = (" (fix: put the SPMD type on the tensor, inside the union: Optional[Annotated[Tensor, ...]])"
+                  if isinstance(proper, UnionType) and any(is_tensor(get_proper_type(t)) for t in proper.items)
+                  else "")
+        _fail(ctx, f"SPMD types apply to tensors, not to {base}{inside}", Code.ANNOTATION)
         return base
     assert isinstance(proper, Instance)
     if proper.type.fullname not in (TENSOR, PARAMETER):

@@ -105,6 +105,7 @@ __all__ = [
     "name_assignments",
     "note",
     "past_speculation",
+    "printed_axis_group",
     "printed_spmd",
     "read_mismatch",
     "read_orders",
@@ -813,6 +814,7 @@ _MISMATCHES: Final = {
 }
 _PRINTED_SPMD: Final = re.compile(r"(?P<cls>Spmd(?:Tensor|Parameter))\[(?:Literal\[(?P<entries>[^\]]*)\]|\w+)\]")
 _PRINTED_ENTRY: Final = re.compile(r"'([^']*)'")
+_PRINTED_AXIS_GROUP: Final = re.compile(r"AxisGroup\[(?:Literal\[[^\]]*\]|\w+)\]")
 
 
 def read_mismatch(path: str, line: int, code: str | None, message: str) -> Mismatch | None:
@@ -846,6 +848,11 @@ def printed_spmd(printed: str) -> tuple[str, frozenset[str]] | None:
     if found is None:
         return None
     return found["cls"], frozenset(_PRINTED_ENTRY.findall(found["entries"] or ""))
+
+
+def printed_axis_group(printed: str) -> bool:
+    """Whether ``printed`` is a process group of known axes as mypy prints it: ``AxisGroup[Literal['tp']]``."""
+    return _PRINTED_AXIS_GROUP.fullmatch(printed) is not None
 
 
 def _errors(api: object) -> object | None:

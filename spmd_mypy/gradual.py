@@ -21,10 +21,17 @@ a tuple are given the unknown type; inside an invariant container
 
 A value that no call produced, a parameter annotated plain ``Tensor``
 returned or assigned as it is, goes through no hook: there mypy alone
-compares it with the declaration.  An error filter (:func:`watch`) drops
-those of mypy's ``return-value`` and ``assignment`` errors whose value is a
-plain tensor (or ``None`` where the declaration is optional too) and whose
-declaration is an SPMD type, so that a plain tensor is accepted there as well.
+compares it with the declaration.  So does an argument of a call through
+``super()`` (``super().forward(x)``): mypy asks no plugin about it, and the
+declared signature is not relaxed as in ``layer(x)`` or ``layer.forward(x)``.
+An error filter (:func:`watch`) drops those of mypy's ``return-value``,
+``assignment`` and ``arg-type`` errors whose value is a plain tensor (or
+``None`` where the declaration is optional too) and whose declaration is an
+SPMD type, so that a plain tensor is accepted there as well.  Likewise a
+plain ``ProcessGroup`` where a group of known axes is declared or was
+inferred (``self.tp_group = get_tensor_model_parallel_group()``, later
+``self.tp_group = pg``): a group whose axis nobody wrote down is unknown, as
+it is as an argument.  A group of another known axis is still reported.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from mypy.plugin import AttributeContext, FunctionContext, MethodContext
 from mypy.types import Instance, TupleType, Type, UnionType, get_proper_type
 
 from spmd_mypy import files
-from spmd_mypy.compat import Mismatch, filter_mismatches, printed_spmd
+from spmd_mypy.compat import Mismatch, filter_mismatches, printed_axis_group, printed_spmd
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import PARAMETER, TENSOR
 from spmd_mypy.session import Session
@@ -47,7 +54,8 @@ __all__ = ["returns_plain_tensor", "unknown_attribute", "unknown_result", "watch
 
 _PLAIN: Final = frozenset({TENSOR, PARAMETER})
 _NOTHING_KNOWN: Final = SpmdType()
-_PRINTED_PLAIN: Final = frozenset({"Tensor", "Parameter"})
+# The plain classes as mypy prints them, by the SPMD-typed values they stand in for (see _spmd_kind).
+_PLAIN_KIND: Final = {"Tensor": "tensor", "Parameter": "tensor", "ProcessGroup": "group"}
 
 
 def returns_plain_tensor(result: Type | TypeInfo) -> bool:
@@ -99,10 +107,26 @@ def watch(session: Session, api: object) -> None:
 
 
 def _plain_into_spmd(mismatch: Mismatch) -> bool:
-    """Whether ``mismatch`` is a plain tensor (or ``None``) returned or assigned where an SPMD type is declared."""
-    if mismatch.into not in ("return", "variable"):
+    """Whether ``mismatch`` is a plain value (or ``None``) returned, assigned or passed where an SPMD type is declared.
+
+    A plain value is a tensor where an SPMD-typed tensor is declared, or a
+    ``ProcessGroup`` where a group of known axes (``AxisGroup``, the type of
+    ``Annotated[ProcessGroup, Axis["tp"]]`` and of a group getter's result) is.
+    An argument reaches mypy's check against the declared SPMD type only in a
+    call that no hook relaxed (see :func:`spmd_mypy.boundaries.relax_function`):
+    one through ``super()`` (``super().forward(x)``), for which mypy asks no
+    plugin.
+    """
+    if mismatch.into not in ("return", "variable", "argument"):
         return False
-    value = set(mismatch.value)
-    declared = {"SPMD" if printed_spmd(item) else item for item in mismatch.declared}
-    return (bool(value & _PRINTED_PLAIN) and value <= _PRINTED_PLAIN | {"None"} and "SPMD" in declared
-            and declared <= {"SPMD", "None"} and ("None" not in value or "None" in declared))
+    plain = {_PLAIN_KIND.get(item) for item in mismatch.value if item != "None"}
+    declared = {_spmd_kind(item) for item in mismatch.declared if item != "None"}
+    return (len(plain) == 1 and None not in plain and declared == plain
+            and ("None" not in mismatch.value or "None" in mismatch.declared))
+
+
+def _spmd_kind(printed: str) -> str | None:
+    """``"tensor"`` or ``"group"``: which plain values an SPMD type printed as ``printed`` accepts."""
+    if printed_spmd(printed) is not None:
+        return "tensor"
+    return "group" if printed_axis_group(printed) else None

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -227,6 +227,11 @@ class _Annotator(cst.CSTTransformer):
         if existing is not None and is_spmd_annotation(existing):
             self._note(types, where, "already annotated: kept")
             return None
+        optional = _optional(existing) if existing is not None else None
+        if optional is not None:  # the tensor, when there is one: Optional[Annotated[Tensor, ...]]
+            inner, put = optional
+            wrapped = self._wrap(types, where, inner, t)
+            return put(wrapped) if wrapped is not None else None
         self.used.update(marker[0] for marker in markers(t))
         if existing is not None:
             return _annotated(self._code(existing), t)
@@ -275,6 +280,34 @@ class _Annotator(cst.CSTTransformer):
 
     def _note(self, types: ClassTypes, position: str, message: str) -> None:
         self.notes.append(Note(types.file, types.qualname, position, message))
+
+
+_Put = Callable[[cst.BaseExpression], cst.BaseExpression]  # puts a new annotation where an old one was
+
+
+def _optional(annotation: cst.BaseExpression) -> tuple[cst.BaseExpression, _Put] | None:
+    """The ``X`` of ``Optional[X]``, ``X | None`` or ``None | X``, and how to put another in its place; ``None``: not
+    one of those.
+
+    The SPMD type goes on ``X``: ``Annotated[Optional[Tensor], ...]`` is no tensor type, and the plugin rejects it.
+    """
+    if isinstance(annotation, cst.Subscript) and _last_name(annotation.value) == "Optional" \
+            and len(annotation.slice) == 1 and isinstance(annotation.slice[0].slice, cst.Index):
+        element = annotation.slice[0]
+        index = element.slice
+        assert isinstance(index, cst.Index)
+        return index.value, lambda new: annotation.with_changes(
+            slice=[element.with_changes(slice=index.with_changes(value=new))])
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        if _is_none(annotation.right):
+            return annotation.left, lambda new: annotation.with_changes(left=new)
+        if _is_none(annotation.left):
+            return annotation.right, lambda new: annotation.with_changes(right=new)
+    return None
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
 
 
 def _declaration(statement: cst.BaseStatement) -> tuple[str, cst.AnnAssign] | None:

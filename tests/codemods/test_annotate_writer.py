@@ -106,3 +106,29 @@ def test_declarations_at_the_top_of_a_class_are_set_off_by_a_blank_line() -> Non
     after = annotate_source(source, [ClassTypes("m.py", "Layer", parameters={"weight": parse("tp:R")})]).after
     assert after.endswith('class Layer:\n    weight: Annotated[nn.Parameter, R["tp"]]\n\n    def forward(self, x):\n'
                           '        return x\n')
+
+
+def test_an_optional_tensor_gets_its_type_inside_the_optional() -> None:
+    # Annotated[Optional[Tensor], ...] is no tensor type (the plugin rejects it): the type goes on the tensor.
+    source = textwrap.dedent('''\
+        from typing import Optional
+
+        import torch
+        from torch import nn
+
+
+        class Layer(nn.Module):
+            bias: Optional[nn.Parameter]
+
+            def forward(self, x, mask: None | torch.Tensor) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+                return x, self.bias
+    ''')
+    types = ClassTypes("layer.py", "Layer", {"x": parse("tp:I"), "mask": parse("tp:I")},
+                       (parse("tp:S(0)"), parse("tp:S(0)")), {"bias": parse("tp:S(0)")})
+    after = annotate_source(source, [types]).after
+    assert '    bias: Optional[Annotated[nn.Parameter, S["tp", 0]]]\n' in after
+    assert ('def forward(self, x: Annotated[torch.Tensor, I["tp"]], mask: None | Annotated[torch.Tensor, I["tp"]]) -> '
+            'tuple[Annotated[torch.Tensor, S["tp", 0]], Optional[Annotated[torch.Tensor, S["tp", 0]]]]:') in after
+    again = annotate_source(after, [types])
+    assert not again.changed
+    assert all(note.message == "already annotated: kept" for note in again.notes)

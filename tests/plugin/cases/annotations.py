@@ -87,6 +87,7 @@ def malformed(
     j: Annotated[ProcessGroup, Axis["tp"], R["dp"]],  # E: [spmd-annotation] cannot be combined
     k: Spmd[Tensor, Literal["dp:Q"]],  # E: [spmd-annotation] Spmd[...]: not an SPMD axis type: 'Q'
     l: Spmd[Tensor, 3],  # E: [spmd-annotation] the SPMD type as a Literal string
+    m: Annotated[Optional[Tensor], S["tp", 0]],  # E: [spmd-annotation] inside the union: Optional[Annotated[Tensor, ...]]
 ) -> None:
     reveal_type(a)  # N: torch._tensor.Tensor
 

@@ -108,3 +108,17 @@ def raw_in_place_all_reduce(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, 
     dist.all_reduce(v, group=tp_group)  # OK: v has no type on tp
     dist.all_reduce(p, group=group)  # OK: a group of an axis nobody wrote down
     dist.all_reduce(p)  # OK: the default group spans every axis
+
+
+class HoldsAGroup:
+    """A group attribute first set from a getter (its axis inferred) and later re-set to a plain group."""
+
+    def __init__(self, given: Optional[ProcessGroup], tp_group: Annotated[ProcessGroup, Axis["tp"]]) -> None:
+        self.tp_group = parallel_state.get_tensor_model_parallel_group()
+        reveal_type(self.tp_group)  # N: AxisGroup[Literal['tp']]
+        if given is not None:
+            self.tp_group = given  # OK: a group of an axis nobody wrote down, like a plain tensor
+        self.tp_group = tp_group  # OK
+        self.tp_group = parallel_state.get_context_parallel_group()  # E: [assignment] Incompatible types in assignment (expression has type "AxisGroup[Literal['cp']]", variable has type "AxisGroup[Literal['tp']]")
+        declared: Annotated[ProcessGroup, Axis["tp"]] = parallel_state.get_context_parallel_group()  # E: [assignment] Incompatible types in assignment (expression has type "AxisGroup[Literal['cp']]", variable has type "AxisGroup[Literal['tp']]")
+        declared = given  # E: [assignment] Incompatible types in assignment (expression has type "ProcessGroup | None", variable has type "AxisGroup[Literal['tp']]")

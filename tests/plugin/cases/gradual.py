@@ -1,5 +1,5 @@
 """Gradual code: plain helpers, optional parameters, re-bound parameters, code that runs without autograd."""
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, Protocol
 
 import torch
 from torch import Tensor, nn
@@ -170,3 +170,44 @@ class HoldsALinear(nn.Module):
         weight: Annotated[Tensor, S["tp", 0]] = self.linear.weight  # OK
         self.linear.weight = nn.Parameter(torch.empty(4, 4))  # OK
         return torch.nn.functional.linear(x, weight)  # OK
+
+
+class Column(nn.Module):
+    def forward(self, x: Annotated[Tensor, I["tp"]]) -> Annotated[Tensor, I["tp"]]:
+        return x
+
+
+class PlainSubclass(Column):
+    """A subclass nobody annotated calls the annotated forward through super(), as through the instance."""
+
+    def forward(self, x: Tensor):
+        self.__call__(x)  # OK
+        Column.forward(self, x)  # OK
+        return super().forward(x)  # OK
+
+
+class AnnotatedSubclass(Column):
+    def forward(self, x: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, I["tp"]]:  # E: [override]
+        return super().forward(x)  # E: [arg-type] Argument 1 to "forward" of "Column" has incompatible type "SpmdTensor[Literal['tp:R']]"; expected "SpmdTensor[Literal['tp:I']]"
+
+
+class PlainLinear(Protocol):
+    def forward(self, input: Tensor, /) -> Tensor: ...
+
+
+class ColumnLinear(Protocol):
+    def forward(self, input: Annotated[Tensor, I["tp"]], /) -> Tensor: ...
+
+
+def build(layer: PlainLinear) -> None: ...
+
+
+def build_column(layer: ColumnLinear, x: Tensor) -> Tensor:
+    return layer.forward(x)  # OK
+
+
+def protocols() -> None:
+    # A known limitation (docs/adopting.md): a protocol whose method takes a plain Tensor no longer matches a class
+    # whose method declares an SPMD type there; the workaround is to annotate the protocol's method the same way.
+    build(Column())  # E: [arg-type] Argument 1 to "build" has incompatible type "Column"; expected "PlainLinear"
+    build_column(Column(), torch.empty(2))  # OK
