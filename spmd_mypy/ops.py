@@ -397,7 +397,6 @@ def _sharded(
 OpKey: TypeAlias = tuple[object, ...]
 
 
-
 @dataclass(frozen=True)
 class _Found:
     """What checking an op found where it reported nothing: the fields of its :class:`Verdict` but mypy's type."""
