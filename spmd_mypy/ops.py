@@ -142,10 +142,11 @@ def check_function(session: Session, ctx: FunctionContext, name: str) -> Verdict
     if not _involves_spmd(session, ctx):
         return Verdict()
     rule = lookup(name)
-    first_tensor = next((t for types in ctx.arg_types for t in types if plain_tensor(t) is not None), None)
     default = ctx.default_return_type
-    if first_tensor is not None:
-        default = _untyped_returns_tensor(default, name, rule, first_tensor)
+    if _is_any(default):  # the first tensor argument is looked for only where mypy's result is Any
+        first_tensor = next((t for types in ctx.arg_types for t in types if plain_tensor(t) is not None), None)
+        if first_tensor is not None:
+            default = _untyped_returns_tensor(default, name, rule, first_tensor)
     key = _op_key(session, ctx, name, rule, default, arguments_key(ctx.callee_arg_names, ctx.arg_types, ctx.args))
     known = _OPS.get(key) if key is not None else None
     if known is not None:
@@ -433,15 +434,20 @@ def _op_key(
     Besides the arguments that is what mypy's result ``default`` is (a tensor or
     ``Any``), and the facts of the call's place that the rules consult: whether
     it runs with autograd, in global code (a ``global_spmd`` function or a
-    ``local_region``), and on which axes a region makes it local.  Ops that write in
-    place or make constants consult more of their place (what their input
-    aliases, whether the constant is written later) and are never keyed.
+    ``local_region``), and on which axes a region makes it local.  Ops that make
+    constants also consult whether the module uses SPMD types and whether the
+    constant starts a buffer that is written in place later, which their key
+    holds too.  Ops that write in place consult what their input aliases and are
+    never keyed.
     """
-    if arguments is None or rule.inplace or rule.makes_constants:
+    if arguments is None or rule.inplace:
         return None
+    # Ops that make constants also ask whether the module uses SPMD types and whether the buffer is written later.
+    constants = (files.uses_spmd(session, ctx.api), files.is_written_later(session, ctx.api, ctx.context)
+                 ) if rule.makes_constants else ()
     return (name, rule, arguments, contains_tensor(default), _is_any(default),
             files.without_autograd(session, ctx.api, ctx.context), files.in_global_mode(session, ctx.api, ctx.context),
-            files.local_axes(session, ctx.api, ctx.context))
+            files.local_axes(session, ctx.api, ctx.context), constants)
 
 
 def _remember_op(key: OpKey | None, verdict: Verdict) -> Verdict:
