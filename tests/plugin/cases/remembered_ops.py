@@ -3,7 +3,8 @@
 The plugin remembers what an op on given operand types found where it reported nothing
 (``spmd_mypy.ops``); a place that runs without autograd, or in a global_spmd function, is
 checked by rules of its own, which another place's remembered outcome must not stand in for; so
-is a local_region, whose axes are local inside a global program.
+is a local_region, whose axes are local inside a global program; and a constant whose buffer is
+written in place later holds what is written into it, not the constant.
 Each pair checks the place that accepts more first.
 """
 from typing import Annotated
@@ -12,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from spmd_types import I, P, PartitionSpec, R, V, global_spmd, local_region, reinterpret
+from spmd_types import I, P, PartitionSpec, R, V, all_reduce, global_spmd, local_region, reinterpret
 
 
 def without_autograd_first(i: Annotated[Tensor, I["tp"]], v: Annotated[Tensor, V["tp"]],
@@ -55,3 +56,13 @@ def global_after_region(
     y = F.linear(x, w)  # E: [spmd-global] torch.nn.functional.linear on axis 'tp': dim 'k' is summed over
 
     return reinterpret(y, "tp", src=V, dst=P)  # E: [spmd-global] only the shard-preserving variants
+
+
+def zeros_of_a_parameter_size_first(p: Annotated[Tensor, P["tp"]], n: int) -> Annotated[Tensor, R["tp"]]:
+    z = torch.zeros(n)  # the same zeros on every rank: adds nothing to a pending sum
+    return all_reduce(p + z, "tp", src=P, dst=R)  # OK
+
+
+def zeros_of_a_parameter_size_written_later(v: Annotated[Tensor, V["tp"]], n: int) -> None:
+    acc = torch.zeros(n)  # a buffer: what it holds is what is written into it
+    acc.add_(v)  # OK
