@@ -58,7 +58,6 @@ from spmd_mypy.boundaries import fit_declared
 from spmd_mypy.callables import Answer, class_info, declared_attribute, declared_function, declared_method
 from spmd_mypy.collectives import COLLECTIVES
 from spmd_mypy.compat import note
-from spmd_mypy.encoding import Encoder
 from spmd_mypy.error_codes import INTERNAL
 from spmd_mypy.fullnames import (
     ANNOTATED,
@@ -84,7 +83,7 @@ from spmd_mypy.fullnames import (
 )
 from spmd_mypy.report import emit
 from spmd_mypy.session import Session
-from spmd_mypy.values import with_result
+from spmd_mypy.values import typed_result
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
     AUTOGRAD_FUNCTIONS,
@@ -388,7 +387,7 @@ def finish(session: Session, api: CheckerPluginInterface, context: Context, defa
     """
     typed = verdict.returns if verdict.returns is not None else default
     if verdict.result is not None:
-        typed = with_result(Encoder.for_checker(session, api), typed, verdict.result, verdict.rank, verdict.orders)
+        typed = typed_result(session, api, typed, verdict.result, verdict.rank, verdict.orders)
     if verdict.fit:
         typed = fit_declared(session, api, typed, context, verdict)
     emit(api, size_one.remaining(session, api, verdict.reports))

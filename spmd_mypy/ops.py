@@ -429,7 +429,8 @@ def _op_key(
     arguments: tuple[object, ...] | None,
 ) -> OpKey | None:
     """Everything that :func:`_apply` decides op ``name`` from, where the arguments have a key (see
-    :func:`~spmd_mypy.values.arguments_key`); ``None`` where the op takes the full check.
+    :func:`~spmd_mypy.values.arguments_key`); ``None`` where the op takes the full check.  The op's
+    ``rule`` is the core's for ``name`` (:func:`~spmd_types.typesystem.lookup`), so the name stands for it.
 
     Besides the arguments that is what mypy's result ``default`` is (a tensor or
     ``Any``), and the facts of the call's place that the rules consult: whether
@@ -445,7 +446,7 @@ def _op_key(
     # Ops that make constants also ask whether the module uses SPMD types and whether the buffer is written later.
     constants = (files.uses_spmd(session, ctx.api), files.is_written_later(session, ctx.api, ctx.context)
                  ) if rule.makes_constants else ()
-    return (name, rule, arguments, contains_tensor(default), _is_any(default),
+    return (name, arguments, contains_tensor(default), _is_any(default),
             files.without_autograd(session, ctx.api, ctx.context), files.in_global_mode(session, ctx.api, ctx.context),
             files.local_axes(session, ctx.api, ctx.context), constants)
 

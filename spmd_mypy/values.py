@@ -80,6 +80,7 @@ __all__ = [
     "literal_kinds",
     "literal_value",
     "read_arguments",
+    "typed_result",
     "with_result",
 ]
 
@@ -397,6 +398,31 @@ def _is_zero(typ: ProperType, expr: Expression | None) -> bool:
     if isinstance(expr, NameExpr) and isinstance(typ, Instance) and typ.last_known_value is not None:
         return typ.last_known_value.value == 0
     return isinstance(typ, LiteralType) and typ.value == 0
+
+
+def typed_result(session: Session, api: CheckerPluginInterface, default: Type, spmd: SpmdType,
+                 rank: int | None = None, orders: EntryOrders = ()) -> Type:
+    """:func:`with_result` for the module ``api`` checks, remembered per ``default`` (by identity) and result.
+
+    A model gives the same few SPMD types to results of the same few mypy types at
+    thousands of calls; mypy shares a type among the expressions it flows to and
+    never changes one, so the typed result is shared too.  The entry keeps
+    ``default``, so that its identity is not reused while the entry lasts; the
+    session drops them all when a module is (re)parsed (the stubs' SPMD classes
+    among them).
+    """
+    key = (id(default), spmd, rank, orders, api.options.allow_redefinition)
+    known = session.typed_results.get(key)
+    if known is not None and known[0] is default:
+        return known[1]
+    typed = with_result(Encoder.for_checker(session, api), default, spmd, rank, orders)
+    if len(session.typed_results) >= _TYPED_RESULTS_MAX:
+        session.typed_results.clear()
+    session.typed_results[key] = (default, typed)
+    return typed
+
+
+_TYPED_RESULTS_MAX: Final = 8192
 
 
 def with_result(encoder: Encoder, default: Type, spmd: SpmdType, rank: int | None = None,
