@@ -84,6 +84,8 @@ __all__ = [
     "check_module_call",
     "check_partial_output_call",
     "check_property",
+    "remember",
+    "remembered",
     "torch_module_op",
     "widen_tensor_lists",
 ]
@@ -153,7 +155,7 @@ def check_function(session: Session, ctx: FunctionContext, name: str) -> Verdict
         return known.verdict(default)
     numbers = NumberReader(session, ctx.api, ctx.context)
     arguments = read_arguments(session, ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args, numbers=numbers)
-    return _remember_op(key, _apply(session, ctx, default, name, rule, arguments, numbers=numbers))
+    return remember(key, _apply(session, ctx, default, name, rule, arguments, numbers=numbers))
 
 
 def _untyped_returns_tensor(default: Type, name: str, rule: OpRule, like: Type) -> Type:
@@ -248,7 +250,7 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
         arguments.written = [None if operand.param == "input" else written
                              for operand, written in zip(arguments.operands, arguments.written)]
     verdict = _apply(session, ctx, default, name, rule, arguments, speculative=operator, numbers=numbers)
-    return _remember_op(key, verdict)
+    return remember(key, verdict)
 
 
 PARTIAL_OUTPUTS: Final = {spmd_function(name): function for name, function in PARTIAL_OUTPUT_FUNCTIONS.items()}
@@ -451,7 +453,12 @@ def _op_key(
             files.local_axes(session, ctx.api, ctx.context), constants)
 
 
-def _remember_op(key: OpKey | None, verdict: Verdict) -> Verdict:
+def remembered(key: OpKey | None) -> _Found | None:
+    """What checking the op or collective (:mod:`spmd_mypy.collectives`) keyed ``key`` found, if remembered."""
+    return _OPS.get(key) if key is not None else None
+
+
+def remember(key: OpKey | None, verdict: Verdict) -> Verdict:
     """``verdict``, remembered under ``key`` where it reports nothing (a report is made at its own place)."""
     if key is not None and not verdict.reports:
         if len(_OPS) >= _OPS_MAX:
