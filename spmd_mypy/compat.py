@@ -857,7 +857,8 @@ def printed_axis_group(printed: str) -> bool:
 
 def _errors(api: object) -> object | None:
     """mypy's one ``Errors`` object, reached from a checker or from a type analyzer (through its analyzer)."""
-    for owner in (api, getattr(api, "api", None)):
+    # The likely route first: a failed attribute lookup raises inside mypy's compiled classes, which costs.
+    for owner in (api,) if isinstance(api, TypeChecker) else (getattr(api, "api", None), api):
         errors = getattr(getattr(owner, "msg", None), "errors", None)
         if isinstance(errors, Errors):
             return errors
@@ -868,8 +869,8 @@ def filter_mismatches(api: object, installed: object | None, drop: Callable[[Mis
     """Have mypy drop, from now on, its mismatch errors that ``drop`` selects; the filter in place, or ``None``.
 
     ``installed`` is what an earlier call returned: while it still watches
-    mypy's errors, it is returned as it is, so that each caller's filter goes
-    in once per run.  mypy routes every error through a stack of error
+    mypy's errors, it is returned as it is, so that the filter goes in once per
+    run and a call that finds it costs a look at the stack.  mypy routes every error through a stack of error
     watchers, the top one first; speculative checks push theirs and pop them
     again.  The filter goes to the bottom of the stack, where it sees exactly
     the errors mypy is about to report.
@@ -878,7 +879,7 @@ def filter_mismatches(api: object, installed: object | None, drop: Callable[[Mis
     watchers = getattr(errors, "_watchers", None)
     if not isinstance(errors, Errors) or not isinstance(watchers, list):
         return None
-    if installed is not None and any(watcher is installed for watcher in watchers):
+    if installed is not None and installed in watchers:  # the watchers compare by identity
         return installed
 
     def selected(file: str, info: ErrorInfo) -> bool:

@@ -48,6 +48,7 @@ from spmd_mypy import (
     gradients,
     gradual,
     local_map,
+    mismatches,
     ops,
     redistribute_spec,
     regions,
@@ -147,8 +148,7 @@ class Router:
         session = self._session
 
         def annotation(ctx: AnalyzeTypeContext) -> Type:
-            size_one.watch(session, ctx.api)  # before any module with SPMD types is checked
-            gradual.watch(session, ctx.api)
+            mismatches.watch(session, ctx.api)  # before any module with SPMD types is checked
             return analyze(session, ctx, alias_form)
 
         return self._guarded(annotation, _unannotated)
