@@ -431,17 +431,16 @@ def _op_key(
     :func:`~spmd_mypy.values.arguments_key`); ``None`` where the op takes the full check.
 
     Besides the arguments that is what mypy's result ``default`` is (a tensor or
-    ``Any``), and the facts of the call's place that the rules consult: whether
-    it runs with autograd, in global code (a ``global_spmd`` function or a
-    ``local_region``), and on which axes a region makes it local.  Ops that write in
+    ``Any``), and the facts of the call's place that the rules consult
+    (:class:`~spmd_mypy.files.Place`): whether it runs with autograd, in global
+    code (a ``global_spmd`` function or a ``local_region``), and on which axes a
+    region makes it local.  Ops that write in
     place or make constants consult more of their place (what their input
     aliases, whether the constant is written later) and are never keyed.
     """
     if arguments is None or rule.inplace or rule.makes_constants:
         return None
-    return (name, rule, arguments, contains_tensor(default), _is_any(default),
-            files.without_autograd(session, ctx.api, ctx.context), files.in_global_mode(session, ctx.api, ctx.context),
-            files.local_axes(session, ctx.api, ctx.context))
+    return name, rule, arguments, contains_tensor(default), _is_any(default), files.place(session, ctx.api, ctx.context)
 
 
 def _remember_op(key: OpKey | None, verdict: Verdict) -> Verdict:
@@ -493,7 +492,7 @@ def _apply(
         report_divergent(verdict, expr, found, speculative=speculative)
     for problem in numbers.problems if numbers is not None else ():
         verdict.report(problem.violations, problem.at, problem.where, speculative=speculative)
-    autograd = not files.without_autograd(session, ctx.api, ctx.context)
+    autograd = not files.place(session, ctx.api, ctx.context).without_autograd
     where = display_name(name)
     sharded = arguments.sharded  # read once: it looks at every operand's every axis
     axes: tuple[str, ...] = ()
