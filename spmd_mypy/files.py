@@ -8,8 +8,7 @@ for, and kept in the session while mypy keeps the same parse of the file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from mypy.nodes import Context, Expression, Import, ImportAll, ImportFrom, MypyFile
 from mypy.plugin import CheckerPluginInterface
@@ -135,9 +134,8 @@ def is_returned(session: Session, api: CheckerPluginInterface, value: Context) -
                                        or _place(value) in statements.returned_places)
 
 
-@dataclass(frozen=True)
-class Place:
-    """The facts of a place in a file that the rules consult.
+class Place(NamedTuple):
+    """The facts of a place in a file that the rules consult (a tuple: it goes into the keys of remembered ops).
 
     * ``without_autograd``: it runs without autograd (see :func:`spmd_mypy.compat.without_autograd_spans`);
     * ``global_mode``: it is in a function decorated with ``@spmd_types.global_spmd``
