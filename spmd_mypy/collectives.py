@@ -182,9 +182,9 @@ def _call_key(
         return None
     typed = (returns is not None and not contains_tensor(ctx.default_return_type)) or is_tensor(
         ctx.default_return_type)
-    in_global = files.in_global_mode(session, ctx.api, ctx.context)
-    local = files.local_axes(session, ctx.api, ctx.context) if in_global else frozenset()
-    return (_COLLECTIVE, call, axes, found, src, dst, reduction, typed, in_global, local)
+    at = files.place(session, ctx.api, ctx.context)
+    local = at.local_axes if at.global_mode else frozenset()
+    return (_COLLECTIVE, call, axes, found, src, dst, reduction, typed, at.global_mode, local)
 
 
 _COLLECTIVE: Final = "collective"

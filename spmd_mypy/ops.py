@@ -435,22 +435,21 @@ def _op_key(
     ``rule`` is the core's for ``name`` (:func:`~spmd_types.typesystem.lookup`), so the name stands for it.
 
     Besides the arguments that is what mypy's result ``default`` is (a tensor or
-    ``Any``), and the facts of the call's place that the rules consult: whether
-    it runs with autograd, in global code (a ``global_spmd`` function or a
-    ``local_region``), and on which axes a region makes it local.  Ops that make
-    constants also consult whether the module uses SPMD types and whether the
-    constant starts a buffer that is written in place later, which their key
-    holds too.  Ops that write in place consult what their input aliases and are
-    never keyed.
+    ``Any``), and the facts of the call's place that the rules consult
+    (:class:`~spmd_mypy.files.Place`): whether it runs with autograd, in global
+    code (a ``global_spmd`` function or a ``local_region``), and on which axes a
+    region makes it local.  Ops that make constants also consult whether the
+    module uses SPMD types and whether the constant starts a buffer that is
+    written in place later, which their key holds too.  Ops that write in place
+    consult what their input aliases and are never keyed.
     """
     if arguments is None or rule.inplace:
         return None
     # Ops that make constants also ask whether the module uses SPMD types and whether the buffer is written later.
     constants = (files.uses_spmd(session, ctx.api), files.is_written_later(session, ctx.api, ctx.context)
                  ) if rule.makes_constants else ()
-    return (name, arguments, contains_tensor(default), _is_any(default),
-            files.without_autograd(session, ctx.api, ctx.context), files.in_global_mode(session, ctx.api, ctx.context),
-            files.local_axes(session, ctx.api, ctx.context), constants)
+    return (name, arguments, contains_tensor(default), _is_any(default), files.place(session, ctx.api, ctx.context),
+            constants)
 
 
 def remembered(key: OpKey | None) -> _Found | None:
@@ -507,7 +506,7 @@ def _apply(
         report_divergent(verdict, expr, found, speculative=speculative)
     for problem in numbers.problems if numbers is not None else ():
         verdict.report(problem.violations, problem.at, problem.where, speculative=speculative)
-    autograd = not files.without_autograd(session, ctx.api, ctx.context)
+    autograd = not files.place(session, ctx.api, ctx.context).without_autograd
     where = display_name(name)
     sharded = arguments.sharded  # read once: it looks at every operand's every axis
     axes: tuple[str, ...] = ()
