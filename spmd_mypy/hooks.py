@@ -6,10 +6,11 @@ methods of :class:`Router` answer from the name alone, trying the routes in the
 order they are written: ``None`` when the name is not the plugin's (other
 plugins and plain code are untouched), otherwise the handler that checks it,
 such as :func:`spmd_mypy.ops.check_function` for a torch function.  What the
-routing tables answer depends on the name alone and is remembered per name;
-what a user callable declares is asked each time (:mod:`spmd_mypy.callables`
-keeps that current), and the hook built from it is kept while the answer stays
-the same object.
+routing tables answer depends on the name alone; a user callable's hook
+depends on what it declares (:mod:`spmd_mypy.callables`).  Either is
+remembered per question and name, the latter with the answer it was built
+from, and holds while that answer is current: a known name costs a dict
+lookup and two identity tests, at every call site.
 
 A handler of a call or an attribute reads the expression, applies the rule
 core and returns a :class:`~spmd_mypy.verdict.Verdict`; :func:`finish` does
