@@ -869,6 +869,8 @@ def _union_members(printed: str) -> tuple[str, ...]:
     """The members of a union as mypy prints it (``X | None``, ``Optional[X]``), split only at its top level."""
     if printed.startswith("Optional[") and printed.endswith("]"):
         return (*_union_members(printed[len("Optional["):-1]), "None")
+    if " | " not in printed:  # most of mypy's errors: no union to split, nor a character to walk
+        return (printed,)
     members, depth, start = [], 0, 0
     for at, char in enumerate(printed):
         depth += {"[": 1, "]": -1}.get(char, 0)
