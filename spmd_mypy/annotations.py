@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import NamedTuple
+from typing import Final, NamedTuple, TypeVar
 
 from mypy.plugin import AnalyzeTypeContext
 from mypy.types import (
@@ -70,9 +70,27 @@ from spmd_types.typesystem import (
 
 __all__ = ["analyze"]
 
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
 
 class _Bad(Exception):
     """A malformed annotation; the message is for the user."""
+
+
+# The same annotations recur thousands of times in a program: what each marker, each text form and each
+# set of markers declares is remembered (a function of what is read, never of the place).  Mistakes are
+# not remembered: each place reads its annotation again and reports it.  Bounded, as a daemon runs on.
+_MARKERS: Final[dict[tuple[object, ...], AxisTypes]] = {}
+_FROM_TEXT: Final[dict[str, tuple[AxisTypes, ...]]] = {}
+_COMBINED: Final[dict[tuple[AxisTypes | PartitionSpec, ...], SpmdType]] = {}
+_REMEMBERED_MAX: Final = 4096
+
+
+def _remember(memo: dict[_K, _V], key: _K, value: _V) -> None:
+    if len(memo) >= _REMEMBERED_MAX:
+        memo.clear()
+    memo[key] = value
 
 
 class _Declared(NamedTuple):
@@ -227,18 +245,28 @@ def _literal_string(arg: Type) -> str:
     raise _Bad(_ALIAS_FORM)
 
 
-def _from_text(text: str) -> list[AxisTypes]:
-    try:
-        return markers_from_text(text)
-    except AnnotationError as error:
-        raise _Bad(str(error)) from None
+def _from_text(text: str) -> tuple[AxisTypes, ...]:
+    found = _FROM_TEXT.get(text)
+    if found is None:
+        try:
+            found = tuple(markers_from_text(text))
+        except AnnotationError as error:
+            raise _Bad(str(error)) from None
+        _remember(_FROM_TEXT, text, found)
+    return found
 
 
 def _combined(markers: Sequence[AxisTypes | PartitionSpec]) -> SpmdType | None:
-    try:
-        return spmd_type_from_metadata(markers)
-    except AnnotationError as error:
-        raise _Bad(str(error)) from None
+    key = tuple(markers)  # markers and specs compare by value: the type is a function of them
+    found = _COMBINED.get(key)
+    if found is None:
+        try:
+            found = spmd_type_from_metadata(markers)
+        except AnnotationError as error:
+            raise _Bad(str(error)) from None
+        if found is not None:
+            _remember(_COMBINED, key, found)
+    return found
 
 
 def _string_arg(arg: Type, marker: str) -> str:
@@ -251,6 +279,32 @@ def _string_arg(arg: Type, marker: str) -> str:
 
 
 def _marker(item: UnboundType, fullname: str) -> AxisTypes:
+    """What marker ``item`` (``R["dp"]``, ``S["tp", 0]``), whose name resolves to ``fullname``, declares."""
+    key = _marker_key(item, fullname)
+    found = _MARKERS.get(key) if key is not None else None
+    if found is None:
+        found = _read_marker(item, fullname)
+        if key is not None:
+            _remember(_MARKERS, key, found)
+    return found
+
+
+def _marker_key(item: UnboundType, fullname: str) -> tuple[object, ...] | None:
+    """What :func:`_read_marker` reads of ``item``, where it can succeed: the full name its name resolves to
+    (never the name: a module may import ``R`` from elsewhere) and each argument's string or literal value;
+    ``None`` for an argument that is neither, which is read (and reported) each time."""
+    key: list[object] = [fullname]
+    for arg in item.args:
+        if isinstance(arg, UnboundType) and arg.original_str_expr is not None:
+            key.append(arg.original_str_expr)
+        elif isinstance(arg, RawExpressionType) and arg.literal_value is not None:
+            key.append((arg.base_type_name, arg.literal_value))  # the type tells 1 from True
+        else:
+            return None
+    return tuple(key)
+
+
+def _read_marker(item: UnboundType, fullname: str) -> AxisTypes:
     code = LOCAL_TYPE_MARKERS.get(fullname)
     short = item.name.rpartition(".")[2]
     if code is not None:

@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from mypy.nodes import Decorator, FuncDef, OverloadedFuncDef, TypeInfo, Var
-from mypy.types import CallableType, ProperType, TypeVarType, get_proper_type
+from mypy.nodes import Decorator, FuncBase, FuncDef, OverloadedFuncDef, TypeInfo, Var
+from mypy.types import CallableType, ProperType, TypeAliasType, TypeVarType, get_proper_type
 
 from spmd_mypy import gradual
 from spmd_mypy.boundaries import has_spmd, signature_of
@@ -41,31 +41,55 @@ class Answer:
     class_mro: list[TypeInfo] | None  # the MRO of the class the method was resolved in
     info: TypeInfo | None
     node: builtins.object  # the function, method or variable the signature was read from (builtins.: mypyc)
-    read: CallableType | None  # its signature when read
+    read: CallableType | None  # its signature when read, where it is a plain function's
     signature: CallableType | None  # ``read`` when it has SPMD types
     plain_result: bool = False  # a call gives plain tensors (see spmd_mypy.gradual)
+    typed: Var | FuncBase | None = None  # the node whose ``type`` holds the signature (a decorator's variable)
+    raw: builtins.object = None  # ``typed.type`` when read; :data:`_EXPANDED` for a type alias
+    seen: CallableType | None = None  # the signature as read, whatever kind of method the node is
 
     @staticmethod
     def of(info: TypeInfo | None, node: object, *, generic_in_tensors: bool = False) -> Answer:
         """The answer for ``node``; ``generic_in_tensors`` also admits a signature generic in its tensors."""
-        read = signature_of(node)
+        typed = node.var if isinstance(node, Decorator) else node if isinstance(node, (Var, FuncBase)) else None
+        raw = typed.type if typed is not None else None
+        seen = read = signature_of(node)
         if info is not None and not isinstance(node, (FuncDef, Decorator)):
             read = None  # a method that is not a plain function (overloaded, a property...)
-        typed = read is not None and (_has_spmd_signature(read) or (generic_in_tensors and _generic_in_tensors(read)))
-        spmd = read if typed else None
+        spmd = read is not None and (_has_spmd_signature(read) or (generic_in_tensors and _generic_in_tensors(read)))
         if isinstance(node, TypeInfo):
             plain = gradual.returns_plain_tensor(node)  # a constructor: nn.Parameter(...)
         elif isinstance(node, Var):
             plain = node.type is not None and gradual.returns_plain_tensor(node.type)  # an attribute
         else:
-            plain = spmd is None and read is not None and gradual.returns_plain_tensor(read.ret_type)
-        return Answer(info.mro if info is not None else None, info, node, read, spmd, plain)
+            plain = not spmd and read is not None and gradual.returns_plain_tensor(read.ret_type)
+        return Answer(info.mro if info is not None else None, info, node, read, read if spmd else None, plain,
+                      typed, _EXPANDED if isinstance(raw, TypeAliasType) else raw, seen)
+
+    @property
+    def lasting(self) -> bool:
+        """Whether the answer is current for as long as the module is not re-parsed: read from no class or type."""
+        return self.info is None and self.typed is None
 
     def is_current(self) -> bool:
-        if self.info is not None and self.info.mro is not self.class_mro:
-            return False
-        return self.node is None or signature_of(self.node) is self.read
+        """Whether the class's MRO and the node's signature are the objects the answer was read from.
 
+        mypy asks about the same names at every call site, so the usual case is
+        two identity tests: the same MRO, and the same (proper) type object in
+        the node, from which :func:`~spmd_mypy.boundaries.signature_of` reads
+        the same signature.  A type alias is expanded again each time.
+        """
+        info = self.info
+        if info is not None and info.mro is not self.class_mro:
+            return False
+        typed = self.typed
+        if typed is None or typed.type is self.raw:
+            return True
+        return signature_of(self.node) is self.seen
+
+
+_EXPANDED: Final = builtins.object()
+"""The ``raw`` of an answer whose node's type is an alias: matches no type, so the alias is expanded again."""
 
 _UNKNOWN: Final = Answer(None, None, None, None, None)
 

@@ -27,11 +27,12 @@ from mypy.nodes import (
 from mypy.plugin import FunctionContext, MethodContext
 from mypy.types import Instance, TupleType, Type, get_proper_type
 
-from spmd_mypy import global_mode, summation
+from spmd_mypy import files, global_mode, summation
 from spmd_mypy.axes import axis_name, int_literal
 from spmd_mypy.boundaries import report_divergent
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import LOCAL_TYPE_MARKERS, SHARD_MARKERS, STR, spmd_function
+from spmd_mypy.ops import remember, remembered
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.size_one import settle
@@ -117,15 +118,17 @@ def apply_call(
     names itself, and ``returns`` is the result type to give where mypy's has
     no tensor (an untyped library function's ``Any``); ``written`` is how the
     source spells that function, which a fix replacing the call names.
+
+    What a call found where it reported nothing is remembered (see
+    :func:`_call_key`): a model makes the same few calls on the same few
+    types at thousands of places.  Whether the input is a sum with a
+    replicated term is read from the input as written, at every place.
     """
     axes = (axis,) if isinstance(axis, str) else axis
     x_expr, x_type = x
     found = Encoder.read(x_type)
-    if isinstance(found, Divergent):
-        found = settle(session, ctx.api, x_expr, found)
-    have = found if isinstance(found, SpmdType) else UNKNOWN
-    result, violations = check_call_on_axes(call, axes, have, src, dst, reduction)
-    violations = _replacing(tuple(violations), call, written)
+    key = _call_key(session, ctx, call, axes, found, src, dst, reduction, returns)
+    known = remembered(key)
     value = source(x_expr) if x_expr is not None else None
     src_used = src if src is not None else CALLS[call].src_default
     # A boundary mismatch is fixed at the call itself (its dst), which a fix can spell for one axis.
@@ -134,6 +137,15 @@ def apply_call(
         used: Endpoint = src_used
         producer = Producer(value, lambda v, want: _replacing((retargeted(v, call, axes[0], used, want),), call,
                                                               written)[0])
+    if known is not None:
+        verdict = _typed_result(ctx, known.result, producer, returns)
+        _check_sums(session, ctx, verdict, call, x_expr, axes, src_used, dst, reduction, where or call, ())
+        return verdict
+    if isinstance(found, Divergent):
+        found = settle(session, ctx.api, x_expr, found)
+    have = found if isinstance(found, SpmdType) else UNKNOWN
+    result, violations = check_call_on_axes(call, axes, have, src, dst, reduction)
+    violations = _replacing(violations, call, written)
     verdict = _typed_result(ctx, result, producer, returns)
     if isinstance(found, Divergent) and x_expr is not None:
         report_divergent(verdict, x_expr, found)  # a branch or loop iteration the call may mistake
@@ -141,13 +153,64 @@ def apply_call(
     not_global = global_mode.cast_violations(session, ctx.api, ctx.context, call, axes, src_used,
                                              dst if dst is not None else CALLS[call].dst_default, have)
     verdict.report(_replacing(not_global, call, written), ctx.context, where or call, (value,), value)
-    if x_expr is not None and src_used is not None:
-        # A replicated summand added to per-rank values is counted once per rank on each axis summed over.
-        for name in axes:
-            if not any(v.axis == name for v in violations):
-                summation.check_summed_input(session, ctx, verdict, call, x_expr, name, src_used, dst, reduction,
-                                             where or call)
-    return verdict
+    _check_sums(session, ctx, verdict, call, x_expr, axes, src_used, dst, reduction, where or call, violations)
+    return remember(key, verdict)
+
+
+def _call_key(
+    session: Session,
+    ctx: FunctionContext | MethodContext,
+    call: str,
+    axes: tuple[str, ...],
+    found: SpmdType | Divergent | None,
+    src: Endpoint | None,
+    dst: Endpoint | None,
+    reduction: str,
+    returns: Type | None,
+) -> tuple[object, ...] | None:
+    """Everything :func:`apply_call` decides its verdict from but the input's summands; ``None`` where an
+    input that differs by branch (``found``) takes the full check at each place.
+
+    That is the call, its axes, ``src``, ``dst`` and reduction as read, the
+    input's SPMD type (its rank and entry orders are not read: the result
+    keeps mypy's type, which carries them, at each place), whether the result
+    is a typed tensor (what :func:`_typed_result` reads), and the facts of the
+    place that :func:`~spmd_mypy.global_mode.cast_violations` consults: whether
+    it is global code, and on which axes a region makes it local.
+    """
+    if isinstance(found, Divergent):
+        return None
+    typed = (returns is not None and not contains_tensor(ctx.default_return_type)) or is_tensor(
+        ctx.default_return_type)
+    at = files.place(session, ctx.api, ctx.context)
+    local = at.local_axes if at.global_mode else frozenset()
+    return (_COLLECTIVE, call, axes, found, src, dst, reduction, typed, at.global_mode, local)
+
+
+_COLLECTIVE: Final = "collective"
+"""The first part of a collective's key, apart from every op's (:func:`spmd_mypy.ops.remember`)."""
+
+
+def _check_sums(
+    session: Session,
+    ctx: FunctionContext | MethodContext,
+    verdict: Verdict,
+    call: str,
+    x_expr: Expression | None,
+    axes: tuple[str, ...],
+    src: Endpoint | None,
+    dst: Endpoint | None,
+    reduction: str,
+    where: str,
+    violations: tuple[Violation, ...],
+) -> None:
+    """Report into ``verdict`` a replicated summand added to per-rank values, counted once per rank on each
+    axis summed over that has no other ``violations``."""
+    if x_expr is None or src is None:
+        return
+    for name in axes:
+        if not any(v.axis == name for v in violations):
+            summation.check_summed_input(session, ctx, verdict, call, x_expr, name, src, dst, reduction, where)
 
 
 def _replacing(violations: tuple[Violation, ...], call: str, written: str | None) -> tuple[Violation, ...]:

@@ -14,9 +14,9 @@ of crashing.  Supported: mypy 2.0 to 2.4 (tested on the oldest and newest).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -82,6 +82,7 @@ from spmd_mypy.fullnames import AUTOGRAD_FUNCTION, NO_GRAD
 
 __all__ = [
     "Mismatch",
+    "Scope",
     "analyze_base",
     "analyzed_file",
     "analyzed_module",
@@ -95,6 +96,7 @@ __all__ = [
     "declared_return_type",
     "decorated_returns",
     "expression_type",
+    "file_scopes",
     "filter_mismatches",
     "final_str_value",
     "inferred_assignments",
@@ -189,30 +191,76 @@ def checked_file(api: CheckerPluginInterface) -> MypyFile | None:
     return tree if isinstance(tree, MypyFile) else None
 
 
-def inferred_assignments(tree: MypyFile, parameters: bool) -> set[Expression]:
+@dataclass
+class Scope:
+    """The module's top level or one function, with the statements that are its own.
+
+    ``first`` and ``last`` are the lines it spans (the module's top level: every
+    line), ``body`` its statements as written, ``function`` the function
+    (``None``: the module), and ``statements`` every statement in it, nested ones
+    and their blocks included, but not those of the functions in it, which are
+    scopes of their own.
+    """
+
+    first: int
+    last: int
+    body: list[Statement]
+    function: FuncDef | None
+    statements: list[Node] = field(default_factory=list)
+
+
+def file_scopes(tree: MypyFile) -> list[Scope]:
+    """The scopes of the file: its top level first, then every function (methods and nested functions too).
+
+    This is the one walk of the file's statements: every fact below is read
+    from its result.  The walk is depth first, each list of statements from
+    its last; a function's scope comes where the walk meets the function, and
+    ``statements`` keep the order the walk meets them (so, within one line,
+    a later assignment comes first).
+    """
+    module = Scope(0, 1 << 30, tree.defs, None)
+    scopes = [module]
+    _collect(tree.defs, module, scopes)
+    return scopes
+
+
+def _collect(nodes: Sequence[Node], scope: Scope, scopes: list[Scope]) -> None:
+    """Add ``nodes`` and the statements nested in them to ``scope``, and each function among them to
+    ``scopes``, as a scope of its own holding its body."""
+    for node in reversed(nodes):
+        if isinstance(node, FuncDef):
+            inner = Scope(node.line, node.end_line or node.line, node.body.body, node)
+            scopes.append(inner)
+            _collect(node.body.body, inner, scopes)
+        else:
+            scope.statements.append(node)
+            nested = _nested_statements(node)
+            if nested:
+                _collect(nested, scope, scopes)
+
+
+def inferred_assignments(scopes: list[Scope], parameters: bool) -> set[Expression]:
     """The right-hand sides assigned, without an annotation, to variables whose type mypy infers.
 
     ``a = make()`` gives ``a`` the type ``make`` declares for its result; the
     next ``a = ...`` is then checked against that type, though nobody declared
     it for ``a``.  With ``parameters`` (mypy's ``allow_redefinition``, under
     which a parameter may be re-bound to a value of another type), assignments
-    to parameters count too.  An empty set if the tree cannot be walked.
+    to the parameters of their function count too.
     """
     found: set[Expression] = set()
-    # Each statement with the parameter names of its function (compared by name: the daemon
-    # may replace a function's argument variables without its body's references to them).
-    pending: list[tuple[Node, frozenset[str]]] = [(node, frozenset()) for node in tree.defs]
-    while pending:
-        node, names = pending.pop()
-        if parameters and isinstance(node, FuncDef):
-            names = frozenset(argument.variable.name for argument in node.arguments)
-        if isinstance(node, AssignmentStmt) and node.type is None and all(
-            _names_inferred(target, names) for target in node.lvalues
-        ):
-            found.add(node.rvalue)
-            if isinstance(node.rvalue, (TupleExpr, ListExpr)):  # a, b = x, y: each value goes to a name
-                found.update(node.rvalue.items)
-        pending.extend((child, names) for child in _nested_statements(node))
+    for scope in scopes:
+        # Compared by name: the daemon may replace a function's argument variables without its body's
+        # references to them.
+        names = frozenset(argument.variable.name for argument in scope.function.arguments) \
+            if parameters and scope.function is not None else frozenset()
+        for node in scope.statements:
+            if isinstance(node, AssignmentStmt) and node.type is None and all(
+                _names_inferred(target, names) for target in node.lvalues
+            ):
+                found.add(node.rvalue)
+                if isinstance(node.rvalue, (TupleExpr, ListExpr)):  # a, b = x, y: each value goes to a name
+                    found.update(node.rvalue.items)
     return found
 
 
@@ -229,25 +277,27 @@ def _names_inferred(target: Expression, parameters: frozenset[str]) -> bool:
 _FUNCTION_METHODS: Final = frozenset({"forward", "backward", "setup_context", "jvp", "vjp"})
 
 
-def without_autograd_spans(tree: MypyFile) -> list[tuple[int, int]]:
+def without_autograd_spans(tree: MypyFile, scopes: list[Scope]) -> list[tuple[int, int]]:
     """The line spans where no autograd runs: ``with torch.no_grad():`` bodies, functions decorated
     with it, the methods of custom ``torch.autograd.Function`` classes, and the functions of the file
-    called only from there (:func:`_helpers_without_autograd`).  Empty if the tree cannot be walked."""
+    called only from there (:func:`_helpers_without_autograd`).  ``scopes`` are the file's (:func:`file_scopes`)."""
     spans: list[tuple[int, int]] = []
-    for node in statements_in(tree):
-        if isinstance(node, WithStmt) and any(_is_no_grad(expr) for expr in node.expr):
-            spans.append((node.body.line, node.body.end_line or node.body.line))
-        elif isinstance(node, Decorator) and any(_is_no_grad(expr) for expr in node.decorators):
-            spans.append((node.func.line, node.func.end_line or node.func.line))
-        elif isinstance(node, ClassDef) and node.info.has_base(AUTOGRAD_FUNCTION):
-            for method in node.defs.body:
-                function = method.func if isinstance(method, Decorator) else method
-                if isinstance(function, FuncDef) and function.name in _FUNCTION_METHODS:
-                    spans.append((function.line, function.end_line or function.line))
-    return _helpers_without_autograd(tree, spans) if spans else spans
+    for scope in scopes:
+        for node in scope.statements:
+            if isinstance(node, WithStmt) and any(_is_no_grad(expr) for expr in node.expr):
+                spans.append((node.body.line, node.body.end_line or node.body.line))
+            elif isinstance(node, Decorator) and any(_is_no_grad(expr) for expr in node.decorators):
+                spans.append((node.func.line, node.func.end_line or node.func.line))
+            elif isinstance(node, ClassDef) and node.info.has_base(AUTOGRAD_FUNCTION):
+                for method in node.defs.body:
+                    function = method.func if isinstance(method, Decorator) else method
+                    if isinstance(function, FuncDef) and function.name in _FUNCTION_METHODS:
+                        spans.append((function.line, function.end_line or function.line))
+    return _helpers_without_autograd(tree, scopes, spans) if spans else spans
 
 
-def _helpers_without_autograd(tree: MypyFile, spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def _helpers_without_autograd(tree: MypyFile, scopes: list[Scope],
+                              spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """``spans``, and the spans of the functions of the file that run only inside them.
 
     Megatron's ``_VocabParallelCrossEntropy.forward`` calls static helpers of
@@ -260,9 +310,9 @@ def _helpers_without_autograd(tree: MypyFile, spans: list[tuple[int, int]]) -> l
     without naming them, never qualify.  Calls from other files are not seen.
     """
     functions: dict[str, list[FuncDef]] = {}
-    for node in statements_in(tree):
-        function = node.func if isinstance(node, Decorator) else node
-        if isinstance(function, FuncDef) and function.name != "forward" and not function.name.startswith("__"):
+    for scope in scopes:
+        function = scope.function
+        if function is not None and function.name != "forward" and not function.name.startswith("__"):
             functions.setdefault(function.name, []).append(function)
     expressions = subexpressions(tree)
     callees = {id(expr.callee) for expr in expressions if isinstance(expr, CallExpr)}
@@ -278,29 +328,23 @@ def _helpers_without_autograd(tree: MypyFile, spans: list[tuple[int, int]]) -> l
     return found
 
 
-def decorated_spans(tree: MypyFile, decorators: frozenset[str]) -> list[tuple[int, int]]:
+def decorated_spans(scopes: list[Scope], decorators: frozenset[str]) -> list[tuple[int, int]]:
     """The line spans of the functions (and methods) decorated with one of ``decorators`` (full names)."""
-    spans: list[tuple[int, int]] = []
-    for node in statements_in(tree):
-        if isinstance(node, Decorator) and any(isinstance(expr, RefExpr) and expr.fullname in decorators
-                                               for expr in node.decorators):
-            spans.append((node.func.line, node.func.end_line or node.func.line))
-    return spans
+    return [(node.func.line, node.func.end_line or node.func.line) for scope in scopes for node in scope.statements
+            if isinstance(node, Decorator) and any(isinstance(expr, RefExpr) and expr.fullname in decorators
+                                                   for expr in node.decorators)]
 
 
-def called_decorator_spans(tree: MypyFile, decorators: frozenset[str]) -> list[tuple[int, int, CallExpr]]:
+def called_decorator_spans(scopes: list[Scope], decorators: frozenset[str]) -> list[tuple[int, int, CallExpr]]:
     """The line spans of the functions decorated with a call of one of ``decorators`` (full names), each with
     that call (``@local_region("tp", ...)``)."""
-    spans: list[tuple[int, int, CallExpr]] = []
-    for node in statements_in(tree):
-        if isinstance(node, Decorator):
-            spans.extend((node.func.line, node.func.end_line or node.func.line, expr) for expr in node.decorators
-                         if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr)
-                         and expr.callee.fullname in decorators)
-    return spans
+    return [(node.func.line, node.func.end_line or node.func.line, expr)
+            for scope in scopes for node in scope.statements if isinstance(node, Decorator)
+            for expr in node.decorators
+            if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in decorators]
 
 
-def buffers_written_in_place(tree: MypyFile) -> set[Expression]:
+def buffers_written_in_place(scopes: list[Scope]) -> set[Expression]:
     """The values first assigned to a variable that its function then writes in place.
 
     ``buf = torch.zeros(n)`` followed by ``buf[i] = c``, ``buf.add_(x)``, ``buf += x``,
@@ -309,10 +353,10 @@ def buffers_written_in_place(tree: MypyFile) -> set[Expression]:
     variable whatever is written into it.
     """
     found: set[Expression] = set()
-    for _, _, body in _function_bodies(tree):
+    for scope in scopes:
         written: set[str] = set()
         assigned: list[tuple[str, Expression]] = []
-        for node in _scope_statements(body):
+        for node in scope.statements:
             written.update(_written_names(node))
             if isinstance(node, AssignmentStmt) and node.type is None and len(node.lvalues) == 1:
                 target = node.lvalues[0]
@@ -326,15 +370,16 @@ Assignment = tuple[int, int, int, Expression]
 """A value assigned to a name: its line, the first and last line of its function, the value."""
 
 
-def name_assignments(tree: MypyFile) -> dict[str, list[Assignment]]:
-    """Every ``name = value`` of the file, by name.
+def name_assignments(scopes: list[Scope]) -> dict[str, list[Assignment]]:
+    """Every ``name = value`` of the file, by name, in the order of its scopes and their statements.
 
     ``b, t, d = x.shape`` (or ``x.size()``) counts as ``t = x.shape[1]``, and
     so on: the lengths a program most often reads.
     """
     found: dict[str, list[Assignment]] = {}
-    for first, last, body in _function_bodies(tree):
-        for node in _scope_statements(body):
+    for scope in scopes:
+        first, last = scope.first, scope.last
+        for node in scope.statements:
             if not isinstance(node, AssignmentStmt) or len(node.lvalues) != 1:
                 continue
             target = node.lvalues[0]
@@ -350,25 +395,27 @@ def name_assignments(tree: MypyFile) -> dict[str, list[Assignment]]:
     return found
 
 
-def attribute_assignments(tree: MypyFile) -> dict[str, list[tuple[int, int, Expression]]]:
+def attribute_assignments(scopes: list[Scope]) -> dict[str, list[tuple[int, int, Expression]]]:
     """Every ``self.name = value`` in a method of a class of the file, by name, with the class's lines."""
     found: dict[str, list[tuple[int, int, Expression]]] = {}
-    for node in statements_in(tree):
-        if not isinstance(node, ClassDef):
-            continue
-        first, last = node.line, node.end_line or node.line
-        for item in node.defs.body:
-            method = item.func if isinstance(item, Decorator) else item
-            if not isinstance(method, FuncDef) or not method.arguments:
+    methods = {scope.function: scope for scope in scopes if scope.function is not None and scope.function.arguments}
+    for scope in scopes:
+        for node in scope.statements:
+            if not isinstance(node, ClassDef):
                 continue
-            receiver = method.arguments[0].variable.name
-            for statement in _scope_statements(method.body.body):
-                if not isinstance(statement, AssignmentStmt):
+            first, last = node.line, node.end_line or node.line
+            for item in node.defs.body:
+                function = item.func if isinstance(item, Decorator) else item
+                if not isinstance(function, FuncDef) or function not in methods:
                     continue
-                for target in statement.lvalues:
-                    if (isinstance(target, MemberExpr) and isinstance(target.expr, NameExpr)
-                            and target.expr.name == receiver):
-                        found.setdefault(target.name, []).append((first, last, statement.rvalue))
+                receiver = function.arguments[0].variable.name
+                for statement in methods[function].statements:
+                    if not isinstance(statement, AssignmentStmt):
+                        continue
+                    for target in statement.lvalues:
+                        if (isinstance(target, MemberExpr) and isinstance(target.expr, NameExpr)
+                                and target.expr.name == receiver):
+                            found.setdefault(target.name, []).append((first, last, statement.rvalue))
     return found
 
 
@@ -395,14 +442,6 @@ def assigned_in_checked_function(api: CheckerPluginInterface, name: str) -> list
     return [node.rvalue for node in _scope_statements(function.body.body)
             if isinstance(node, AssignmentStmt) and len(node.lvalues) == 1
             and isinstance(node.lvalues[0], NameExpr) and node.lvalues[0].name == name]
-
-
-def _function_bodies(tree: MypyFile) -> Iterator[tuple[int, int, list[Statement]]]:
-    """The module's top level and every function body, with the lines each spans."""
-    yield 0, 1 << 30, tree.defs
-    for node in statements_in(tree):
-        if isinstance(node, FuncDef):
-            yield node.line, node.end_line or node.line, node.body.body
 
 
 def _scope_statements(body: list[Statement]) -> Iterator[Node]:
@@ -436,7 +475,7 @@ def _written_names(node: Node) -> Iterator[str]:
                 yield arg.name
 
 
-def returned_values(tree: MypyFile) -> set[Expression]:
+def returned_values(scopes: list[Scope]) -> set[Expression]:
     """The expressions of the file's ``return`` statements, and the branches of a returned ``a if c else b``.
 
     When a returned value does not fit the declared result, mypy checks it
@@ -444,7 +483,8 @@ def returned_values(tree: MypyFile) -> set[Expression]:
     reports nothing (``infer_context_dependent``); a hook that knows the
     expression is returned can still check it then.
     """
-    pending = [node.expr for node in statements_in(tree) if isinstance(node, ReturnStmt) and node.expr is not None]
+    pending = [node.expr for scope in scopes for node in scope.statements
+               if isinstance(node, ReturnStmt) and node.expr is not None]
     returned: set[Expression] = set()
     while pending:
         value = pending.pop()
@@ -565,7 +605,7 @@ SizeOfAxis = Callable[[Expression, dict[str, Expression]], str | None]
 """The axis whose number of ranks an expression is, given the values of the function's names; ``None``: not one."""
 
 
-def size_one_spans(tree: MypyFile, axis_of: SizeOfAxis, one_when: Callable[[str, int], bool | None]
+def size_one_spans(scopes: list[Scope], axis_of: SizeOfAxis, one_when: Callable[[str, int], bool | None]
                    ) -> list[tuple[int, int, str]]:
     """The lines guarded by a test that an axis has one rank, with the axis.
 
@@ -577,13 +617,13 @@ def size_one_spans(tree: MypyFile, axis_of: SizeOfAxis, one_when: Callable[[str,
     ``raise``), the statements after the ``if`` are guarded too.
     """
     spans = []
-    for _, _, body in _function_bodies(tree):
+    for scope in scopes:
         values: dict[str, Expression] = {}
-        for node in _scope_statements(body):
+        for node in scope.statements:
             if isinstance(node, AssignmentStmt) and len(node.lvalues) == 1 and isinstance(node.lvalues[0], NameExpr):
                 name = node.lvalues[0].name
                 values[name] = node.rvalue if name not in values else TempNode(AnyType(TypeOfAny.special_form))
-        blocks = [body, *(node.body for node in _scope_statements(body) if isinstance(node, Block))]
+        blocks = [scope.body, *(node.body for node in scope.statements if isinstance(node, Block))]
         for statements in blocks:
             for index, node in enumerate(statements):
                 guarded = _guarded_branches(node, values, axis_of, one_when) if isinstance(node, IfStmt) else None
@@ -829,6 +869,8 @@ def _union_members(printed: str) -> tuple[str, ...]:
     """The members of a union as mypy prints it (``X | None``, ``Optional[X]``), split only at its top level."""
     if printed.startswith("Optional[") and printed.endswith("]"):
         return (*_union_members(printed[len("Optional["):-1]), "None")
+    if " | " not in printed:  # most of mypy's errors: no union to split, nor a character to walk
+        return (printed,)
     members, depth, start = [], 0, 0
     for at, char in enumerate(printed):
         depth += {"[": 1, "]": -1}.get(char, 0)
@@ -857,7 +899,8 @@ def printed_axis_group(printed: str) -> bool:
 
 def _errors(api: object) -> object | None:
     """mypy's one ``Errors`` object, reached from a checker or from a type analyzer (through its analyzer)."""
-    for owner in (api, getattr(api, "api", None)):
+    # The likely route first: a failed attribute lookup raises inside mypy's compiled classes, which costs.
+    for owner in (api,) if isinstance(api, TypeChecker) else (getattr(api, "api", None), api):
         errors = getattr(getattr(owner, "msg", None), "errors", None)
         if isinstance(errors, Errors):
             return errors
@@ -868,8 +911,8 @@ def filter_mismatches(api: object, installed: object | None, drop: Callable[[Mis
     """Have mypy drop, from now on, its mismatch errors that ``drop`` selects; the filter in place, or ``None``.
 
     ``installed`` is what an earlier call returned: while it still watches
-    mypy's errors, it is returned as it is, so that each caller's filter goes
-    in once per run.  mypy routes every error through a stack of error
+    mypy's errors, it is returned as it is, so that the filter goes in once per
+    run and a call that finds it costs a look at the stack.  mypy routes every error through a stack of error
     watchers, the top one first; speculative checks push theirs and pop them
     again.  The filter goes to the bottom of the stack, where it sees exactly
     the errors mypy is about to report.
@@ -878,7 +921,7 @@ def filter_mismatches(api: object, installed: object | None, drop: Callable[[Mis
     watchers = getattr(errors, "_watchers", None)
     if not isinstance(errors, Errors) or not isinstance(watchers, list):
         return None
-    if installed is not None and any(watcher is installed for watcher in watchers):
+    if installed is not None and installed in watchers:  # the watchers compare by identity
         return installed
 
     def selected(file: str, info: ErrorInfo) -> bool:

@@ -28,7 +28,7 @@ from mypy.nodes import CallExpr, Expression, MemberExpr, NameExpr, RefExpr, StrE
 from mypy.plugin import FunctionContext, MethodContext
 from mypy.types import Instance, TupleType, Type, get_proper_type
 
-from spmd_mypy import gradual
+from spmd_mypy import mismatches
 from spmd_mypy.collectives import apply_call, by_name, unknown_on
 from spmd_mypy.compat import lookup_type_info
 from spmd_mypy.encoding import Encoder
@@ -93,10 +93,10 @@ def check_in_place_call(session: Session, ctx: FunctionContext, entry: InPlace) 
 def group_of_role(session: Session, ctx: FunctionContext, role: str) -> Verdict:
     """The process group a getter such as ``get_tensor_model_parallel_group()`` returns, with its axis.
 
-    A plain group re-assigned where this one went is accepted (:func:`spmd_mypy.gradual.watch`), also in a run
+    A plain group re-assigned where this one went is accepted (:mod:`spmd_mypy.mismatches`), also in a run
     that reads no SPMD annotation.
     """
-    gradual.watch(session, ctx.api)
+    mismatches.watch(session, ctx.api)
     return Verdict(returns=Encoder.for_checker(session, ctx.api).axis_group(session.options.library_axis(role)))
 
 

@@ -221,7 +221,16 @@ class Encoder:
         if info is None:
             return None
         if not inferred:
-            return self._build(info, spmd, inferred, kept, rank, orders)
+            # A declaration is its own Instance: mypy may drop the side channel of one it meets in a union
+            # (typeops.make_simplified_union), which must not reach other declarations.  Its parts (the
+            # literals, the side channel) are shared, as mypy's own copies share them (Instance.copy_modified).
+            declared_key = (info, spmd, kept, rank, orders)
+            template = _DECLARED.get(declared_key)
+            if template is None:
+                if len(_DECLARED) >= _COMPUTED_MAX:
+                    _DECLARED.clear()
+                template = _DECLARED[declared_key] = self._build(info, spmd, inferred, kept, rank, orders)
+            return template.copy_modified()
         # mypy shares a type among the expressions it flows to, never changing it; so can the plugin.
         key = (info, spmd, self._rebindable, kept, rank, orders)
         typed = _COMPUTED.get(key)
@@ -312,3 +321,5 @@ def _read_orders(text: str) -> EntryOrders:
 # stubs builds new types.
 _COMPUTED: Final[dict[tuple[TypeInfo, SpmdType, bool, bool, int | None, EntryOrders], Instance]] = {}
 _COMPUTED_MAX: Final = 4096
+# What a declaration of each SPMD type is copied from (see Encoder.tensor), by the same key less re-binding.
+_DECLARED: Final[dict[tuple[TypeInfo, SpmdType, bool, int | None, EntryOrders], Instance]] = {}

@@ -1,25 +1,26 @@
 """What is known about each file mypy checks: its imports, returns, assignments, where no autograd runs,
 and which functions are checked in global SPMD.
 
-Each fact is computed from the file's parse tree when first asked for
-(:mod:`spmd_mypy.compat` walks the tree) and kept in the session while mypy
-keeps the same parse of the file.
+The facts of a file's statements are all read from one walk of its parse
+tree (:func:`spmd_mypy.compat.file_scopes`) when the first of them is asked
+for, and kept in the session while mypy keeps the same parse of the file.
 """
 
 from __future__ import annotations
 
-import functools
+from typing import Final, NamedTuple
 
 from mypy.nodes import Context, Expression, Import, ImportAll, ImportFrom, MypyFile
 from mypy.plugin import CheckerPluginInterface
 
 from spmd_mypy.compat import (
-    Assignment,
+    Scope,
     attribute_assignments,
     buffers_written_in_place,
     called_decorator_spans,
     checked_file,
     decorated_spans,
+    file_scopes,
     inferred_assignments,
     name_assignments,
     returned_values,
@@ -31,22 +32,23 @@ from spmd_mypy.session import Session
 
 __all__ = [
     "FileFacts",
+    "Place",
+    "StatementFacts",
     "assigned_to_inferred",
     "attribute_values",
-    "in_global_mode",
     "is_returned",
     "is_written_later",
-    "local_axes",
+    "place",
     "size_one_axes",
     "size_one_axes_at",
     "uses_spmd",
     "value_of",
     "values_assigned",
-    "without_autograd",
 ]
 
 
 def _facts(session: Session, api: CheckerPluginInterface) -> FileFacts | None:
+    """The facts of the module being checked, kept in the session by path."""
     tree = checked_file(api)
     if tree is None:
         return None
@@ -55,6 +57,12 @@ def _facts(session: Session, api: CheckerPluginInterface) -> FileFacts | None:
     if facts is None or facts.tree is not tree or facts.defs is not tree.defs:
         facts = session.files[tree.path] = FileFacts(tree, bool(api.options.allow_redefinition))
     return facts
+
+
+def _statements(session: Session, api: CheckerPluginInterface) -> StatementFacts | None:
+    """The facts of the statements of the module being checked."""
+    facts = _facts(session, api)
+    return facts.statements if facts is not None else None
 
 
 def uses_spmd(session: Session, api: CheckerPluginInterface) -> bool:
@@ -69,22 +77,22 @@ def assigned_to_inferred(session: Session, api: CheckerPluginInterface, value: C
     Under ``allow_redefinition`` mypy lets a parameter be re-bound to a value of
     another type (``x = all_reduce(x, "tp", src=V, dst=R)``), as an inferred variable.
     """
-    facts = _facts(session, api)
-    return facts is not None and value in facts.inferred_assignments
+    statements = _statements(session, api)
+    return statements is not None and value in statements.inferred_assignments
 
 
 def is_written_later(session: Session, api: CheckerPluginInterface, value: Context) -> bool:
     """Whether ``value`` starts a buffer that its function writes in place (see :mod:`spmd_mypy.compat`)."""
-    facts = _facts(session, api)
-    return facts is not None and value in facts.buffers_written_in_place
+    statements = _statements(session, api)
+    return statements is not None and value in statements.buffers_written_in_place
 
 
 def value_of(session: Session, api: CheckerPluginInterface, name: str, used: Context) -> Expression | None:
     """The value last assigned to ``name`` before ``used``, in the function that ``used`` is in."""
-    facts = _facts(session, api)
-    if facts is None:
+    statements = _statements(session, api)
+    if statements is None:
         return None
-    before = [(first, line, value) for line, first, last, value in facts.name_assignments.get(name, ())
+    before = [(first, line, value) for line, first, last, value in statements.name_assignments.get(name, ())
               if line < used.line and first <= used.line <= last]
     # The innermost function's (the latest first line), and in it the last assignment.
     return max(before, key=lambda found: found[:2])[2] if before else None
@@ -92,27 +100,27 @@ def value_of(session: Session, api: CheckerPluginInterface, name: str, used: Con
 
 def values_assigned(session: Session, api: CheckerPluginInterface, name: str, used: Context) -> list[Expression]:
     """Every value assigned to ``name`` in the function that ``used`` is in, before or after it (loops)."""
-    facts = _facts(session, api)
-    if facts is None:
+    statements = _statements(session, api)
+    if statements is None:
         return []
     # Remembered per name and line: the numbers of a call ask for the same names often, and a module
     # assigns a common name (``h``) in every one of its functions, all of which the search goes through.
     key = (name, used.line)
-    known = facts.values_assigned.get(key)
+    known = statements.values_assigned.get(key)
     if known is None:
-        found = [(first, value) for _, first, last, value in facts.name_assignments.get(name, ())
+        found = [(first, value) for _, first, last, value in statements.name_assignments.get(name, ())
                  if first <= used.line <= last]
         innermost = max((first for first, _ in found), default=None)
-        known = facts.values_assigned[key] = [value for first, value in found if first == innermost]
+        known = statements.values_assigned[key] = [value for first, value in found if first == innermost]
     return list(known)
 
 
 def attribute_values(session: Session, api: CheckerPluginInterface, name: str, used: Context) -> list[Expression]:
     """Every value a method of the class that ``used`` is in assigns to ``self.<name>``."""
-    facts = _facts(session, api)
-    if facts is None:
+    statements = _statements(session, api)
+    if statements is None:
         return []
-    found = [(first, value) for first, last, value in facts.attribute_assignments.get(name, ())
+    found = [(first, value) for first, last, value in statements.attribute_assignments.get(name, ())
              if first <= used.line <= last]
     innermost = max((first for first, _ in found), default=None)
     return [value for first, value in found if first == innermost]
@@ -120,113 +128,132 @@ def attribute_values(session: Session, api: CheckerPluginInterface, name: str, u
 
 def is_returned(session: Session, api: CheckerPluginInterface, value: Context) -> bool:
     """Whether ``value`` is the expression of a ``return`` statement."""
-    facts = _facts(session, api)
-    if facts is None:
-        return False
+    statements = _statements(session, api)
     # By place as well: in mypy's copy of a method for a value of its class's type variable the nodes are copies.
-    return value in facts.returned_values or _place(value) in facts.returned_places
+    return statements is not None and (value in statements.returned_values
+                                       or _place(value) in statements.returned_places)
 
 
-def without_autograd(session: Session, api: CheckerPluginInterface, where: Context) -> bool:
-    """Whether ``where`` runs without autograd (see :func:`spmd_mypy.compat.without_autograd_spans`)."""
-    facts = _facts(session, api)
-    return facts is not None and any(first <= where.line <= last for first, last in facts.without_autograd)
+class Place(NamedTuple):
+    """The facts of a place in a file that the rules consult (a tuple: it goes into the keys of remembered ops).
+
+    * ``without_autograd``: it runs without autograd (see :func:`spmd_mypy.compat.without_autograd_spans`);
+    * ``global_mode``: it is in a function decorated with ``@spmd_types.global_spmd``
+      (:mod:`spmd_mypy.global_mode`) or ``@spmd_types.local_region`` (global on the axes it does not make local);
+    * ``local_axes``: the axes that it is local SPMD on, inside a function decorated with
+      ``@spmd_types.local_region`` (:mod:`spmd_mypy.regions`): the global rules are not applied on them.
+    """
+
+    without_autograd: bool
+    global_mode: bool
+    local_axes: frozenset[str]
 
 
-def in_global_mode(session: Session, api: CheckerPluginInterface, where: Context) -> bool:
-    """Whether ``where`` is in a function decorated with ``@spmd_types.global_spmd`` (:mod:`spmd_mypy.global_mode`)
-    or ``@spmd_types.local_region`` (global on the axes it does not make local)."""
-    facts = _facts(session, api)
-    return facts is not None and (any(first <= where.line <= last for first, last in facts.global_spans)
-                                  or any(first <= where.line <= last for first, last, _ in facts.region_spans))
+_ANYWHERE: Final = Place(without_autograd=False, global_mode=False, local_axes=frozenset())
+"""The place of all code outside ``no_grad``, autograd Functions, ``global_spmd`` and ``local_region``."""
 
 
-def local_axes(session: Session, api: CheckerPluginInterface, where: Context) -> frozenset[str]:
-    """The axes that ``where`` is local SPMD on, inside a function decorated with ``@spmd_types.local_region``
-    (:mod:`spmd_mypy.regions`): the global rules are not applied on them."""
-    facts = _facts(session, api)
-    if facts is None:
-        return frozenset()
-    return frozenset(axis for first, last, axes in facts.region_spans if first <= where.line <= last for axis in axes)
+def place(session: Session, api: CheckerPluginInterface, where: Context) -> Place:
+    """The facts of the place of ``where`` in the module being checked."""
+    statements = _statements(session, api)
+    return statements.place(where.line) if statements is not None else _ANYWHERE
 
 
 def size_one_axes(session: Session, api: CheckerPluginInterface, where: Context) -> frozenset[str]:
     """The axes that code at ``where`` runs with one rank on (see :mod:`spmd_mypy.size_one`)."""
-    facts = _facts(session, api)
-    return facts.size_one_axes(session, where.line) if facts is not None else frozenset()
+    statements = _statements(session, api)
+    return statements.size_one_axes(session, where.line) if statements is not None else frozenset()
 
 
 def size_one_axes_at(session: Session, path: str, line: int) -> frozenset[str]:
     """The same, for a line of a file mypy has checked (where mypy reports an error of its own)."""
     facts = session.files.get(path)
-    if facts is None:
-        tree = next((tree for tree in (session.modules or {}).values() if tree.path == path), None)
-        if tree is None:
-            return frozenset()
-        facts = FileFacts(tree, redefinable_parameters=False)  # not kept: only its size-one spans are read
-    return facts.size_one_axes(session, line)
+    if facts is not None:
+        return facts.statements.size_one_axes(session, line)
+    tree = next((tree for tree in (session.modules or {}).values() if tree.path == path), None)
+    if tree is None:
+        return frozenset()
+    return _on_lines(_size_one_spans(session, file_scopes(tree)), line)  # not kept: only these spans are read
 
 
 class FileFacts:
-    """Facts about one parsed file, each computed when first asked for."""
+    """Facts about one parsed file: whether it imports ``spmd_types``, known at once, and the facts of its
+    statements, read when first asked for."""
 
     def __init__(self, tree: MypyFile, redefinable_parameters: bool) -> None:
         self.tree = tree
         self.defs = tree.defs
         self.redefinable_parameters = redefinable_parameters
-        self._size_one: list[tuple[int, int, str]] | None = None
-        self.values_assigned: dict[tuple[str, int], list[Expression]] = {}  # see values_assigned()
+        self.uses_spmd = _imports_spmd_types(tree)
+        self._statements: StatementFacts | None = None
 
-    @functools.cached_property
-    def uses_spmd(self) -> bool:
-        return _imports_spmd_types(self.tree)
+    @property
+    def statements(self) -> StatementFacts:
+        """The facts of the file's statements (read when first asked for)."""
+        if self._statements is None:
+            self._statements = StatementFacts(self.tree, self.redefinable_parameters)
+        return self._statements
 
-    @functools.cached_property
-    def without_autograd(self) -> list[tuple[int, int]]:
-        return without_autograd_spans(self.tree)
 
-    @functools.cached_property
-    def global_spans(self) -> list[tuple[int, int]]:
-        return decorated_spans(self.tree, GLOBAL_SPMD)
+class StatementFacts:
+    """The facts of one file's statements, all read from one walk of them (:func:`spmd_mypy.compat.file_scopes`).
 
-    @functools.cached_property
-    def region_spans(self) -> list[tuple[int, int, tuple[str, ...]]]:
+    ``redefinable_parameters`` is mypy's ``allow_redefinition``
+    (see :func:`assigned_to_inferred`).  The answers to :meth:`place` and
+    :func:`values_assigned` are remembered, and the size-one spans read when
+    first asked for (they need the session).
+    """
+
+    def __init__(self, tree: MypyFile, redefinable_parameters: bool) -> None:
         from spmd_mypy.regions import region_axes
 
-        spans = called_decorator_spans(self.tree, LOCAL_REGION)
-        return [(first, last, axes) for first, last, call in spans if (axes := region_axes(call)) is not None]
+        self.scopes = file_scopes(tree)
+        self.without_autograd = without_autograd_spans(tree, self.scopes)
+        self.global_spans = decorated_spans(self.scopes, GLOBAL_SPMD)
+        regions = called_decorator_spans(self.scopes, LOCAL_REGION)
+        self.region_spans = [(first, last, axes) for first, last, call in regions
+                             if (axes := region_axes(call)) is not None]
+        self.buffers_written_in_place = buffers_written_in_place(self.scopes)
+        self.name_assignments = name_assignments(self.scopes)
+        self.attribute_assignments = attribute_assignments(self.scopes)
+        self.returned_values = returned_values(self.scopes)
+        self.returned_places = {_place(value) for value in self.returned_values}
+        self.inferred_assignments = inferred_assignments(self.scopes, redefinable_parameters)
+        self.values_assigned: dict[tuple[str, int], list[Expression]] = {}  # see values_assigned()
+        self._places: dict[int, Place] = {}
+        self._size_one: list[tuple[int, int, str]] | None = None
 
-    @functools.cached_property
-    def buffers_written_in_place(self) -> set[Expression]:
-        return buffers_written_in_place(self.tree)
-
-    @functools.cached_property
-    def name_assignments(self) -> dict[str, list[Assignment]]:
-        return name_assignments(self.tree)
-
-    @functools.cached_property
-    def attribute_assignments(self) -> dict[str, list[tuple[int, int, Expression]]]:
-        return attribute_assignments(self.tree)
-
-    @functools.cached_property
-    def returned_values(self) -> set[Expression]:
-        return returned_values(self.tree)
-
-    @functools.cached_property
-    def returned_places(self) -> set[tuple[int, int, int | None, int | None]]:
-        return {_place(value) for value in self.returned_values}
-
-    @functools.cached_property
-    def inferred_assignments(self) -> set[Expression]:
-        return inferred_assignments(self.tree, self.redefinable_parameters)
+    def place(self, line: int) -> Place:
+        """The facts of the place at ``line``; one constant in a file without spans that change them."""
+        if not (self.without_autograd or self.global_spans or self.region_spans):
+            return _ANYWHERE
+        found = self._places.get(line)
+        if found is None:
+            regions = [axes for first, last, axes in self.region_spans if first <= line <= last]
+            found = self._places[line] = Place(
+                without_autograd=any(first <= line <= last for first, last in self.without_autograd),
+                global_mode=bool(regions) or any(first <= line <= last for first, last in self.global_spans),
+                local_axes=frozenset(axis for axes in regions for axis in axes))
+        return found
 
     def size_one_axes(self, session: Session, line: int) -> frozenset[str]:
+        """The axes that code at ``line`` runs with one rank on."""
         if self._size_one is None:
-            from spmd_mypy.size_one import axis_counted
-            from spmd_types.typesystem import size_one_when
+            self._size_one = _size_one_spans(session, self.scopes)
+        return _on_lines(self._size_one, line)
 
-            self._size_one = size_one_spans(self.tree, lambda e, v: axis_counted(session, e, v), size_one_when)
-        return frozenset(axis for first, last, axis in self._size_one if first <= line <= last)
+
+def _size_one_spans(session: Session, scopes: list[Scope]) -> list[tuple[int, int, str]]:
+    """The spans of code guarded by a test that an axis has one rank, with the axis (see :mod:`spmd_mypy.size_one`)."""
+    from spmd_mypy.size_one import axis_counted
+    from spmd_types.typesystem import size_one_when
+
+    return size_one_spans(scopes, lambda e, v: axis_counted(session, e, v), size_one_when)
+
+
+def _on_lines(spans: list[tuple[int, int, str]], line: int) -> frozenset[str]:
+    """The axes of the ``spans`` that hold ``line``."""
+    return frozenset(axis for first, last, axis in spans if first <= line <= last)
 
 
 def _place(node: Context) -> tuple[int, int, int | None, int | None]:

@@ -7,9 +7,9 @@ rules as everywhere, then the core's global rules to each op on shards
 (:func:`cast_violations`), and, where the decorator is applied, to the
 declared types of the parameters and the return value (:func:`check_decorated`):
 ``V`` there has no global meaning.  Whether a call is in such a function is
-a fact of its file (:func:`spmd_mypy.files.in_global_mode`), and so are the axes
-that a ``local_region`` inside it makes local SPMD, on which the global rules
-are not applied (:func:`spmd_mypy.files.local_axes`).
+a fact of its place in its file (:func:`spmd_mypy.files.place`), and so are the
+axes that a ``local_region`` inside it makes local SPMD, on which the global
+rules are not applied.
 """
 
 from __future__ import annotations
@@ -58,9 +58,10 @@ def check_op(
 ) -> OpOutcome:
     """Op ``op`` at ``where`` with its local ``result``, checked with the global rules where ``where`` is in a
     global function (:func:`~spmd_types.typesystem.check_global_op`); elsewhere ``result`` as it is."""
-    if not files.in_global_mode(session, api, where):
+    at = files.place(session, api, where)
+    if not at.global_mode:
         return OpOutcome(result)
-    return check_global_op(op, operands, result, args, out_partial_axes, files.local_axes(session, api, where))
+    return check_global_op(op, operands, result, args, out_partial_axes, at.local_axes)
 
 
 def result_layout(
@@ -81,7 +82,7 @@ def result_layout(
     asking whether ``where`` is in a global function: other ops pay one scan of their operands.
     """
     if not (any(o.ndim for o in operands) or any(orders) or "equation" in args) \
-            or not files.in_global_mode(session, api, where):
+            or not files.place(session, api, where).global_mode:
         return None, (), ()
     rank = core_result_rank(op, operands, args)
     found = result_orders(orders, result) if any(orders) else ()
@@ -101,9 +102,10 @@ def cast_violations(
     """Why collective or cast ``call`` at ``where`` is not shard-preserving, in a global function; else nothing.
 
     ``have`` is the input's type."""
-    if not files.in_global_mode(session, api, where):
+    at = files.place(session, api, where)
+    if not at.global_mode:
         return ()
-    local = files.local_axes(session, api, where)
+    local = at.local_axes
     found = (global_cast_violation(call, axis, src, dst, have.get(axis)) for axis in axes if axis not in local)
     return tuple(v for v in found if v is not None)
 
@@ -121,9 +123,10 @@ def call_result_violations(
     proper = get_proper_type(returned)
     found = [Encoder.read(item) for item in (proper.items if isinstance(proper, TupleType) else [proper])]
     typed = [t for t in found if isinstance(t, SpmdType)]
-    if not any(global_call_violation(callee, t) for t in typed) or not files.in_global_mode(session, api, where):
+    at = files.place(session, api, where)
+    if not any(global_call_violation(callee, t) for t in typed) or not at.global_mode:
         return ()
-    local = files.local_axes(session, api, where)  # in a local region, V on its axes is local SPMD
+    local = at.local_axes  # in a local region, V on its axes is local SPMD
     kept = (SpmdType({axis: kind for axis, kind in t.items() if axis not in local}) for t in typed)
     return tuple(v for t in kept if (v := global_call_violation(callee, t)) is not None)
 
@@ -169,7 +172,7 @@ def order_violations(
     (:func:`~spmd_types.typesystem.order_violation`)."""
     ordered = Encoder.orders(declared)
     have = Encoder.orders(value) if ordered else ()
-    if not have or not files.in_global_mode(session, api, where):
+    if not have or not files.place(session, api, where).global_mode:
         return ()
     found = order_violation(ordered, have)
     return (found,) if found is not None else ()

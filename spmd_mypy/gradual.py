@@ -24,7 +24,7 @@ returned or assigned as it is, goes through no hook: there mypy alone
 compares it with the declaration.  So does an argument of a call through
 ``super()`` (``super().forward(x)``): mypy asks no plugin about it, and the
 declared signature is not relaxed as in ``layer(x)`` or ``layer.forward(x)``.
-An error filter (:func:`watch`) drops those of mypy's ``return-value``,
+The error filter of :mod:`spmd_mypy.mismatches` drops those of mypy's ``return-value``,
 ``assignment`` and ``arg-type`` errors whose value is a plain tensor (or
 ``None`` where the declaration is optional too) and whose declaration is an
 SPMD type, so that a plain tensor is accepted there as well.  Likewise a
@@ -43,19 +43,16 @@ from mypy.plugin import AttributeContext, FunctionContext, MethodContext
 from mypy.types import Instance, TupleType, Type, UnionType, get_proper_type
 
 from spmd_mypy import files
-from spmd_mypy.compat import Mismatch, filter_mismatches, printed_axis_group, printed_spmd
 from spmd_mypy.encoding import Encoder
 from spmd_mypy.fullnames import PARAMETER, TENSOR
 from spmd_mypy.session import Session
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import SpmdType
 
-__all__ = ["returns_plain_tensor", "unknown_attribute", "unknown_result", "watch"]
+__all__ = ["returns_plain_tensor", "unknown_attribute", "unknown_result"]
 
 _PLAIN: Final = frozenset({TENSOR, PARAMETER})
 _NOTHING_KNOWN: Final = SpmdType()
-# The plain classes as mypy prints them, by the SPMD-typed values they stand in for (see _spmd_kind).
-_PLAIN_KIND: Final = {"Tensor": "tensor", "Parameter": "tensor", "ProcessGroup": "group"}
 
 
 def returns_plain_tensor(result: Type | TypeInfo) -> bool:
@@ -96,37 +93,3 @@ def _unknown(encoder: Encoder, typ: Type) -> Type:
         return proper.copy_modified(items=[_unknown(encoder, item) for item in proper.items])
     return typ
 
-
-def watch(session: Session, api: object) -> None:
-    """Have mypy drop its errors for a plain tensor where an SPMD type is declared (once per run).
-
-    Called from every annotation the plugin reads, so that the filter is in
-    place before mypy checks a module with SPMD types.
-    """
-    session.plain_filter = filter_mismatches(api, session.plain_filter, _plain_into_spmd)
-
-
-def _plain_into_spmd(mismatch: Mismatch) -> bool:
-    """Whether ``mismatch`` is a plain value (or ``None``) returned, assigned or passed where an SPMD type is declared.
-
-    A plain value is a tensor where an SPMD-typed tensor is declared, or a
-    ``ProcessGroup`` where a group of known axes (``AxisGroup``, the type of
-    ``Annotated[ProcessGroup, Axis["tp"]]`` and of a group getter's result) is.
-    An argument reaches mypy's check against the declared SPMD type only in a
-    call that no hook relaxed (see :func:`spmd_mypy.boundaries.relax_function`):
-    one through ``super()`` (``super().forward(x)``), for which mypy asks no
-    plugin.
-    """
-    if mismatch.into not in ("return", "variable", "argument"):
-        return False
-    plain = {_PLAIN_KIND.get(item) for item in mismatch.value if item != "None"}
-    declared = {_spmd_kind(item) for item in mismatch.declared if item != "None"}
-    return (len(plain) == 1 and None not in plain and declared == plain
-            and ("None" not in mismatch.value or "None" in mismatch.declared))
-
-
-def _spmd_kind(printed: str) -> str | None:
-    """``"tensor"`` or ``"group"``: which plain values an SPMD type printed as ``printed`` accepts."""
-    if printed_spmd(printed) is not None:
-        return "tensor"
-    return "group" if printed_axis_group(printed) else None

@@ -6,10 +6,11 @@ methods of :class:`Router` answer from the name alone, trying the routes in the
 order they are written: ``None`` when the name is not the plugin's (other
 plugins and plain code are untouched), otherwise the handler that checks it,
 such as :func:`spmd_mypy.ops.check_function` for a torch function.  What the
-routing tables answer depends on the name alone and is remembered per name;
-what a user callable declares is asked each time (:mod:`spmd_mypy.callables`
-keeps that current), and the hook built from it is kept while the answer stays
-the same object.
+routing tables answer depends on the name alone; a user callable's hook
+depends on what it declares (:mod:`spmd_mypy.callables`).  Either is
+remembered per question and name, the latter with the answer it was built
+from, and holds while that answer is current: a known name costs a dict
+lookup and two identity tests, at every call site.
 
 A handler of a call or an attribute reads the expression, applies the rule
 core and returns a :class:`~spmd_mypy.verdict.Verdict`; :func:`finish` does
@@ -24,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TypeAlias, TypeVar, cast
+from typing import TypeAlias, TypeVar
 
 from mypy.nodes import Context
 from mypy.plugin import (
@@ -48,6 +49,7 @@ from spmd_mypy import (
     gradients,
     gradual,
     local_map,
+    mismatches,
     ops,
     redistribute_spec,
     regions,
@@ -58,7 +60,6 @@ from spmd_mypy.boundaries import fit_declared
 from spmd_mypy.callables import Answer, class_info, declared_attribute, declared_function, declared_method
 from spmd_mypy.collectives import COLLECTIVES
 from spmd_mypy.compat import note
-from spmd_mypy.encoding import Encoder
 from spmd_mypy.error_codes import INTERNAL
 from spmd_mypy.fullnames import (
     ANNOTATED,
@@ -84,7 +85,7 @@ from spmd_mypy.fullnames import (
 )
 from spmd_mypy.report import emit
 from spmd_mypy.session import Session
-from spmd_mypy.values import with_result
+from spmd_mypy.values import typed_result
 from spmd_mypy.verdict import Verdict
 from spmd_types.typesystem import (
     AUTOGRAD_FUNCTIONS,
@@ -106,6 +107,10 @@ RoutedHook = TypeVar("RoutedHook", bound=Callable[..., object])
 Handler: TypeAlias = Callable[[Session, HookContext], Verdict]
 """A handler of a call or an attribute: what it found, for :func:`finish` to apply."""
 
+Decision: TypeAlias = tuple[Answer | None, RoutedHook | None]
+"""A remembered answer to a hook question: the hook, and the user callable's answer it holds while
+current (``None``: the routing tables', or one that lasts until a module is re-parsed)."""
+
 
 _DTENSOR_METHODS: dict[str, Handler[MethodContext]] = {
     "from_local": dtensor.check_from_local_call,
@@ -124,13 +129,33 @@ class Router:
         # alone (mypy asks at every call site, about 200,000 times on a large model, mostly for names that
         # are not the plugin's: a hit is one dict lookup, with no key tuple or closure built).
         self._annotations: dict[str, Callable[[AnalyzeTypeContext], Type] | None] = {}
-        self._functions: dict[str, Callable[[FunctionContext], Type] | None] = {}
-        self._function_signatures: dict[str, Callable[[FunctionSigContext], FunctionLike] | None] = {}
-        self._methods: dict[str, Callable[[MethodContext], Type] | None] = {}
-        self._attributes: dict[str, Callable[[AttributeContext], Type] | None] = {}
-        # The hooks built from what a user callable declares, with the answer each was built from: the
-        # same hook while :mod:`spmd_mypy.callables` gives the same (current) answer.
-        self._declared: dict[tuple[str, str, str], tuple[Answer, Callable[..., object] | None]] = {}
+        # The other questions' answers also depend on what a user callable declares: each is remembered
+        # with the :class:`~spmd_mypy.callables.Answer` it was built from, and holds while that answer is
+        # current (``None``: for as long as no module is re-parsed, see :meth:`forget_declared`).
+        self._functions: dict[str, Decision[Callable[[FunctionContext], Type]]] = {}
+        self._function_signatures: dict[str, Decision[Callable[[FunctionSigContext], FunctionLike]]] = {}
+        self._methods: dict[str, Decision[Callable[[MethodContext], Type]]] = {}
+        self._method_signatures: dict[str, Decision[Callable[[MethodSigContext], FunctionLike]]] = {}
+        self._attributes: dict[str, Decision[Callable[[AttributeContext], Type]]] = {}
+
+    def forget_declared(self) -> None:
+        """Forget the answers that depend on user callables: a module was (re)parsed (see
+        :meth:`~spmd_mypy.session.Session.forget_callables`); the routing tables' answers go too, and
+        come back at the next question."""
+        for memo in (self._functions, self._function_signatures, self._methods, self._method_signatures,
+                     self._attributes):
+            memo.clear()
+
+    def _decided(self, memo: dict[str, Decision[RoutedHook]], fullname: str, answer: Answer | None,
+                 hook: RoutedHook | None) -> RoutedHook | None:
+        """``hook``, remembered as the answer to ``fullname`` while ``answer`` is current (``None``: fixed).
+
+        Nothing is remembered before mypy hands over the modules, when no user
+        callable can be looked up yet.
+        """
+        if self._session.modules is not None:
+            memo[fullname] = (None if answer is None or answer.lasting else answer, hook)
+        return hook
 
     # -- annotations -----------------------------------------------------------------
 
@@ -148,8 +173,7 @@ class Router:
         session = self._session
 
         def annotation(ctx: AnalyzeTypeContext) -> Type:
-            size_one.watch(session, ctx.api)  # before any module with SPMD types is checked
-            gradual.watch(session, ctx.api)
+            mismatches.watch(session, ctx.api)  # before any module with SPMD types is checked
             return analyze(session, ctx, alias_form)
 
         return self._guarded(annotation, _unannotated)
@@ -157,11 +181,14 @@ class Router:
     # -- calls of functions ----------------------------------------------------------
 
     def function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
-        try:
-            hook = self._functions[fullname]
-        except KeyError:
-            hook = self._functions[fullname] = self._calls_or_none(self._function_handler(fullname))
-        return hook if hook is not None else self._declared_function_hook(fullname)
+        known = self._functions.get(fullname)
+        if known is not None and (known[0] is None or known[0].is_current()):
+            return known[1]
+        if known is None:  # first asked: the routing tables', if they have one
+            routed = self._calls_or_none(self._function_handler(fullname))
+            if routed is not None:
+                return self._decided(self._functions, fullname, None, routed)
+        return self._declared_function_hook(fullname)
 
     def _function_handler(self, fullname: str) -> Handler[FunctionContext] | None:
         """The handler the routing tables give function ``fullname``: a function of the name alone."""
@@ -200,21 +227,20 @@ class Router:
     def _declared_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
         """The hook of a user function, by what it declares now (see :mod:`spmd_mypy.callables`)."""
         declared = declared_function(self._session, fullname)
-        return self._built(("function", "", fullname), declared, lambda: self._calls_or_none(
-            _boundary_handler(declared, fullname.rpartition(".")[2])))
+        hook = self._calls_or_none(_boundary_handler(declared, fullname.rpartition(".")[2]))
+        return self._decided(self._functions, fullname, declared, hook)
 
     def function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
-        try:
-            routed = self._function_signatures[fullname]
-        except KeyError:
-            routed = self._function_signatures[fullname] = self._routed_function_signature_hook(fullname)
-        if routed is not None:
-            return routed
+        known = self._function_signatures.get(fullname)
+        if known is not None and (known[0] is None or known[0].is_current()):
+            return known[1]
+        if known is None:
+            routed = self._routed_function_signature_hook(fullname)
+            if routed is not None:
+                return self._decided(self._function_signatures, fullname, None, routed)
         declared = declared_function(self._session, fullname)
-        if declared.signature is None:
-            return None
-        return self._built(("function signature", "", fullname), declared,
-                           lambda: self._signatures(boundaries.relax_function))
+        hook = self._signatures(boundaries.relax_function) if declared.signature is not None else None
+        return self._decided(self._function_signatures, fullname, declared, hook)
 
     def _routed_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
         # torch.distributed's functions take tensor lists too (``dist.gather(x, bufs)``).
@@ -225,11 +251,14 @@ class Router:
     # -- calls of methods ------------------------------------------------------------
 
     def method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
-        try:
-            hook = self._methods[fullname]
-        except KeyError:
-            hook = self._methods[fullname] = self._calls_or_none(self._method_handler(fullname))
-        return hook if hook is not None else self._declared_method_hook(fullname)
+        known = self._methods.get(fullname)
+        if known is not None and (known[0] is None or known[0].is_current()):
+            return known[1]
+        if known is None:
+            routed = self._calls_or_none(self._method_handler(fullname))
+            if routed is not None:
+                return self._decided(self._methods, fullname, None, routed)
+        return self._declared_method_hook(fullname)
 
     def _method_handler(self, fullname: str) -> Handler[MethodContext] | None:
         """The handler the routing tables give method ``fullname``: a function of the name alone."""
@@ -257,54 +286,59 @@ class Router:
         owner, method = method_of(fullname)
         declared = declared_method(self._session, owner, method)
         callee = f"{owner.rpartition('.')[2]}.{'forward' if method in ('__call__', 'apply') else method}"
-
-        def build() -> Callable[[MethodContext], Type] | None:
-            handler: Handler[MethodContext] | None = _boundary_handler(declared, callee)
-            return self._calls_or_none(handler)
-
-        return self._built(("method", owner, method), declared, build)
+        handler: Handler[MethodContext] | None = _boundary_handler(declared, callee)
+        return self._decided(self._methods, fullname, declared, self._calls_or_none(handler))
 
     def method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
+        known = self._method_signatures.get(fullname)
+        if known is not None and (known[0] is None or known[0].is_current()):
+            return known[1]
         owner, method = method_of(fullname)
         if owner in TENSOR_RECEIVERS:
-            return None
+            return self._decided(self._method_signatures, fullname, None, None)
         declared = declared_method(self._session, owner, method)
-        if declared.signature is None:
-            return None
-        return self._built(("method signature", owner, method), declared,
-                           lambda: self._signatures(partial(boundaries.relax_method, method=method)))
+        hook = (self._signatures(partial(boundaries.relax_method, method=method))
+                if declared.signature is not None else None)
+        return self._decided(self._method_signatures, fullname, declared, hook)
 
     # -- attributes ------------------------------------------------------------------
 
     def attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
-        try:
-            hook = self._attributes[fullname]
-        except KeyError:
-            hook = self._attributes[fullname] = self._attribute_hook_or_none(self._property_handler(fullname))
-        return hook if hook is not None else self._declared_attribute_hook(fullname)
-
-    def _property_handler(self, fullname: str) -> Handler[AttributeContext] | None:
-        """The handler the routing tables give attribute ``fullname``: a tensor property, by the name alone."""
+        known = self._attributes.get(fullname)
+        if known is not None and (known[0] is None or known[0].is_current()):
+            return known[1]
         owner, _, attribute = fullname.rpartition(".")
+        if known is None:
+            routed = self._attribute_hook_or_none(self._property_handler(owner, attribute))
+            if routed is not None or not owner:
+                return self._decided(self._attributes, fullname, None, routed)
+        return self._declared_attribute_hook(fullname, owner, attribute)
+
+    def _property_handler(self, owner: str, attribute: str) -> Handler[AttributeContext] | None:
+        """The handler the routing tables give attribute ``owner.attribute``: a tensor property, by the name alone."""
         if owner in TENSOR_PROPERTY_OWNERS and attribute in TENSOR_PROPERTIES:
             return partial(ops.check_property, attribute=attribute)
         return None
 
-    def _declared_attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
-        """The hook of an attribute of a user class: one that holds plain tensors, or a configuration flag."""
-        owner, _, attribute = fullname.rpartition(".")
-        if not owner:
-            return None
+    def _declared_attribute_hook(self, fullname: str, owner: str, attribute: str
+                                 ) -> Callable[[AttributeContext], Type] | None:
+        """The hook of an attribute of a user class: one that holds plain tensors, or a configuration flag.
+
+        The hook is remembered while the answer is current, except on a generic
+        class (the only kind with configuration flags, see :mod:`spmd_mypy.flags`):
+        its flag table is asked each time, as it may not be complete the first.
+        """
         declared = declared_attribute(self._session, owner, attribute)
         if declared.plain_result:
-            return self._built(("attribute", owner, attribute), declared,
-                               lambda: self._attribute_hook_or_none(gradual.unknown_attribute))
+            return self._decided(self._attributes, fullname, declared,
+                                 self._attribute_hook_or_none(gradual.unknown_attribute))
         # The class the answer was read from, while it is current; looked up again only where none was.
         info = declared.info if declared.info is not None else class_info(self._session, owner)
-        if info is not None:
-            table = flags.flag_table(self._session, info)
-            if table is not None and attribute in table.flags():
-                return self._attribute_hook_or_none(partial(flags.read_flag, owner=info, flag=attribute))
+        if info is None or not info.type_vars:
+            return self._decided(self._attributes, fullname, declared, None)
+        table = flags.flag_table(self._session, info)
+        if table is not None and attribute in table.flags():
+            return self._attribute_hook_or_none(partial(flags.read_flag, owner=info, flag=attribute))
         return None
 
     def _attribute_hook_or_none(
@@ -319,18 +353,6 @@ class Router:
         )
 
     # -- how each kind of hook runs its handler --------------------------------------
-
-    def _built(self, key: tuple[str, str, str], answer: Answer, build: Callable[[], RoutedHook | None]
-               ) -> RoutedHook | None:
-        """``build()``, the hook for what a user callable declares, remembered under ``key`` while
-        :mod:`spmd_mypy.callables` gives the same ``answer`` object (a new one when the declaration may
-        have changed): the hook, its handler and guard are then built once, not at every call site."""
-        known = self._declared.get(key)
-        if known is not None and known[0] is answer:
-            return cast("RoutedHook | None", known[1])
-        hook = build()
-        self._declared[key] = (answer, hook)
-        return hook
 
     def _calls_or_none(self, handler: Handler[CallContext] | None) -> Callable[[CallContext], Type] | None:
         return self._calls(handler) if handler is not None else None
@@ -388,7 +410,7 @@ def finish(session: Session, api: CheckerPluginInterface, context: Context, defa
     """
     typed = verdict.returns if verdict.returns is not None else default
     if verdict.result is not None:
-        typed = with_result(Encoder.for_checker(session, api), typed, verdict.result, verdict.rank, verdict.orders)
+        typed = typed_result(session, api, typed, verdict.result, verdict.rank, verdict.orders)
     if verdict.fit:
         typed = fit_declared(session, api, typed, context, verdict)
     emit(api, size_one.remaining(session, api, verdict.reports))

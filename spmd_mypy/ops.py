@@ -84,6 +84,8 @@ __all__ = [
     "check_module_call",
     "check_partial_output_call",
     "check_property",
+    "remember",
+    "remembered",
     "torch_module_op",
     "widen_tensor_lists",
 ]
@@ -142,17 +144,18 @@ def check_function(session: Session, ctx: FunctionContext, name: str) -> Verdict
     if not _involves_spmd(session, ctx):
         return Verdict()
     rule = lookup(name)
-    first_tensor = next((t for types in ctx.arg_types for t in types if plain_tensor(t) is not None), None)
     default = ctx.default_return_type
-    if first_tensor is not None:
-        default = _untyped_returns_tensor(default, name, rule, first_tensor)
+    if _is_any(default):  # the first tensor argument is looked for only where mypy's result is Any
+        first_tensor = next((t for types in ctx.arg_types for t in types if plain_tensor(t) is not None), None)
+        if first_tensor is not None:
+            default = _untyped_returns_tensor(default, name, rule, first_tensor)
     key = _op_key(session, ctx, name, rule, default, arguments_key(ctx.callee_arg_names, ctx.arg_types, ctx.args))
     known = _OPS.get(key) if key is not None else None
     if known is not None:
         return known.verdict(default)
     numbers = NumberReader(session, ctx.api, ctx.context)
     arguments = read_arguments(session, ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args, numbers=numbers)
-    return _remember_op(key, _apply(session, ctx, default, name, rule, arguments, numbers=numbers))
+    return remember(key, _apply(session, ctx, default, name, rule, arguments, numbers=numbers))
 
 
 def _untyped_returns_tensor(default: Type, name: str, rule: OpRule, like: Type) -> Type:
@@ -247,7 +250,7 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
         arguments.written = [None if operand.param == "input" else written
                              for operand, written in zip(arguments.operands, arguments.written)]
     verdict = _apply(session, ctx, default, name, rule, arguments, speculative=operator, numbers=numbers)
-    return _remember_op(key, verdict)
+    return remember(key, verdict)
 
 
 PARTIAL_OUTPUTS: Final = {spmd_function(name): function for name, function in PARTIAL_OUTPUT_FUNCTIONS.items()}
@@ -428,23 +431,33 @@ def _op_key(
     arguments: tuple[object, ...] | None,
 ) -> OpKey | None:
     """Everything that :func:`_apply` decides op ``name`` from, where the arguments have a key (see
-    :func:`~spmd_mypy.values.arguments_key`); ``None`` where the op takes the full check.
+    :func:`~spmd_mypy.values.arguments_key`); ``None`` where the op takes the full check.  The op's
+    ``rule`` is the core's for ``name`` (:func:`~spmd_types.typesystem.lookup`), so the name stands for it.
 
     Besides the arguments that is what mypy's result ``default`` is (a tensor or
-    ``Any``), and the facts of the call's place that the rules consult: whether
-    it runs with autograd, in global code (a ``global_spmd`` function or a
-    ``local_region``), and on which axes a region makes it local.  Ops that write in
-    place or make constants consult more of their place (what their input
-    aliases, whether the constant is written later) and are never keyed.
+    ``Any``), and the facts of the call's place that the rules consult
+    (:class:`~spmd_mypy.files.Place`): whether it runs with autograd, in global
+    code (a ``global_spmd`` function or a ``local_region``), and on which axes a
+    region makes it local.  Ops that make constants also consult whether the
+    module uses SPMD types and whether the constant starts a buffer that is
+    written in place later, which their key holds too.  Ops that write in place
+    consult what their input aliases and are never keyed.
     """
-    if arguments is None or rule.inplace or rule.makes_constants:
+    if arguments is None or rule.inplace:
         return None
-    return (name, rule, arguments, contains_tensor(default), _is_any(default),
-            files.without_autograd(session, ctx.api, ctx.context), files.in_global_mode(session, ctx.api, ctx.context),
-            files.local_axes(session, ctx.api, ctx.context))
+    # Ops that make constants also ask whether the module uses SPMD types and whether the buffer is written later.
+    constants = (files.uses_spmd(session, ctx.api), files.is_written_later(session, ctx.api, ctx.context)
+                 ) if rule.makes_constants else ()
+    return (name, arguments, contains_tensor(default), _is_any(default), files.place(session, ctx.api, ctx.context),
+            constants)
 
 
-def _remember_op(key: OpKey | None, verdict: Verdict) -> Verdict:
+def remembered(key: OpKey | None) -> _Found | None:
+    """What checking the op or collective (:mod:`spmd_mypy.collectives`) keyed ``key`` found, if remembered."""
+    return _OPS.get(key) if key is not None else None
+
+
+def remember(key: OpKey | None, verdict: Verdict) -> Verdict:
     """``verdict``, remembered under ``key`` where it reports nothing (a report is made at its own place)."""
     if key is not None and not verdict.reports:
         if len(_OPS) >= _OPS_MAX:
@@ -493,7 +506,7 @@ def _apply(
         report_divergent(verdict, expr, found, speculative=speculative)
     for problem in numbers.problems if numbers is not None else ():
         verdict.report(problem.violations, problem.at, problem.where, speculative=speculative)
-    autograd = not files.without_autograd(session, ctx.api, ctx.context)
+    autograd = not files.place(session, ctx.api, ctx.context).without_autograd
     where = display_name(name)
     sharded = arguments.sharded  # read once: it looks at every operand's every axis
     axes: tuple[str, ...] = ()

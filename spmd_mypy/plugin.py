@@ -113,6 +113,8 @@ class SpmdPlugin(Plugin):
         # mypy calls this whenever it (re)parses a module, the daemon after an
         # edit among them: what is known about callables may have changed.
         self._session.forget_callables()
+        if self._router is not None:
+            self._router.forget_declared()
         return []
 
     # -- hooks -----------------------------------------------------------------------

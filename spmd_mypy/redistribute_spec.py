@@ -43,7 +43,7 @@ def check_redistribute_spec(session: Session, ctx: FunctionContext) -> Verdict:
     verdict = Verdict(result=spec_type(dst_spec, others), rank=len(dst_spec), orders=spec_orders(dst_spec), fit=True)
     value = source(x[0])
     problems = check_fits(have, spec_type(src_spec, others))
-    if not problems and (ordered := Encoder.orders(x[1])) and files.in_global_mode(session, ctx.api, ctx.context):
+    if not problems and (ordered := Encoder.orders(x[1])) and files.place(session, ctx.api, ctx.context).global_mode:
         problems = tuple(v for v in (order_violation(spec_orders(src_spec), ordered, src=True),) if v is not None)
     verdict.report(problems, ctx.context, "redistribute_spec", (value,), value)
     return verdict

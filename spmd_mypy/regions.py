@@ -9,7 +9,7 @@ entry of ``in_specs`` gives, and the declared return type must fit
 ``out_specs`` (``V`` allowed on the region's axes where the spec cuts a dim
 or is partial).  The decorated function then returns the types of
 ``out_specs``: that is what its callers see.  Inside it, the global rules are
-not applied on the region's axes (:func:`spmd_mypy.files.local_axes`, which
+not applied on the region's axes (:class:`spmd_mypy.files.Place`, which
 reads them with :func:`region_axes`).
 
 The axes must be written in the call (string literals, ``Final`` strs or a

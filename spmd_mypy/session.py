@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mypy.nodes import Context, MypyFile, SymbolTableNode
-from mypy.types import FunctionLike
+from mypy.types import FunctionLike, Type
 
 from spmd_mypy.config import PluginOptions
 
@@ -50,10 +50,11 @@ class Session:
     * ``flag_tables``: per class, which constructor overload sets which
       configuration flag (:mod:`spmd_mypy.flags`), while the class keeps its
       constructor;
-    * ``size_one_filter``: the filter of mypy's errors in code guarded by a
-      test that an axis has one rank (:mod:`spmd_mypy.size_one`), once installed;
-    * ``plain_filter``: the filter of mypy's errors for a plain tensor where an
-      SPMD type is declared (:mod:`spmd_mypy.gradual`), once installed.
+    * ``mismatch_filter``: the filter of mypy's own errors that are no
+      mistake under SPMD typing (:mod:`spmd_mypy.mismatches`), once installed;
+    * ``typed_results``: each op's result type with its SPMD type, by mypy's
+      result type and the SPMD type (:func:`spmd_mypy.values.typed_result`),
+      until a module is (re)parsed.
     """
 
     def __init__(self, options: PluginOptions, lookup: Callable[[str], SymbolTableNode | None]) -> None:
@@ -65,9 +66,11 @@ class Session:
         self.stubs_warned: StubsWarned = {}
         self.files: dict[str, FileFacts] = {}
         self.flag_tables: dict[str, FlagTable] = {}
-        self.size_one_filter: object | None = None
-        self.plain_filter: object | None = None
+        self.mismatch_filter: object | None = None
+        self.typed_results: dict[tuple[object, ...], tuple[Type, Type]] = {}
 
     def forget_callables(self) -> None:
-        """Drop what is known about callables: a module was (re)parsed, and may have changed them."""
+        """Drop what is known about callables, and the typed results: a module was (re)parsed, and may have
+        changed them (the stubs' SPMD classes, whose instances the typed results are, among them)."""
         self.callables.clear()
+        self.typed_results.clear()

@@ -15,34 +15,26 @@ rank, and the ``V`` and ``R`` branches meet as ``V``.
 Inside a guarded branch, the plugin's own violations on that axis are not
 reported (:func:`remaining`), and neither are mypy's own type errors between
 two SPMD types that differ only on that axis (``return input_`` of a ``V``
-where ``R`` is declared), which an error filter drops (:func:`watch`).
+where ``R`` is declared), which the error filter of :mod:`spmd_mypy.mismatches` drops.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import partial
 
 from mypy.nodes import CallExpr, Expression, MemberExpr, NameExpr, RefExpr, StrExpr, Var
 from mypy.plugin import CheckerPluginInterface, FunctionContext, MethodContext
 
-from spmd_mypy import files
-from spmd_mypy.compat import (
-    Mismatch,
-    assigned_in_checked_function,
-    expression_type,
-    filter_mismatches,
-    final_str_value,
-    printed_spmd,
-)
+from spmd_mypy import files, mismatches
+from spmd_mypy.compat import assigned_in_checked_function, expression_type, final_str_value
 from spmd_mypy.encoding import Divergent, Encoder
 from spmd_mypy.fullnames import AXIS_SIZE
 from spmd_mypy.session import Session
 from spmd_mypy.verdict import Report, Verdict
 from spmd_types.typesystem import SIZE_GETTERS, SpmdType, merge_guarded_paths, on_size_one
 
-__all__ = ["axis_counted", "remaining", "settle", "size_getter", "watch"]
+__all__ = ["axis_counted", "remaining", "settle", "size_getter"]
 
 
 def axis_counted(session: Session, expr: Expression, values: dict[str, Expression]) -> str | None:
@@ -67,36 +59,16 @@ def axis_counted(session: Session, expr: Expression, values: dict[str, Expressio
 
 
 def size_getter(session: Session, ctx: FunctionContext | MethodContext) -> Verdict:
-    """A call that counts an axis's ranks: mypy's errors are watched from here on (a guard may follow)."""
-    watch(session, ctx.api)
+    """A call that counts an axis's ranks: mypy's errors are filtered from here on (a guard may follow)."""
+    mismatches.watch(session, ctx.api)
     return Verdict()
-
-
-def watch(session: Session, api: object) -> None:
-    """Have mypy drop its own errors that guarded code makes on its axis (once per run).
-
-    Called from every annotation the plugin reads (``api`` a type analyzer),
-    so that the filter is in place before mypy checks a module with SPMD types.
-    """
-    session.size_one_filter = filter_mismatches(api, session.size_one_filter, partial(_fits_on_one_rank, session))
-
-
-def _fits_on_one_rank(session: Session, mismatch: Mismatch) -> bool:
-    """Whether ``mismatch`` is between two SPMD tensor types that differ only on axes its line has one rank on."""
-    if len(mismatch.value) != 1 or len(mismatch.declared) != 1:
-        return False
-    got, expected = printed_spmd(mismatch.value[0]), printed_spmd(mismatch.declared[0])
-    if got is None or expected is None or not got[0] == expected[0] == "SpmdTensor":
-        return False
-    axes = files.size_one_axes_at(session, mismatch.path, mismatch.line)
-    return bool(axes) and _outside(got[1], axes) == _outside(expected[1], axes)
 
 
 def remaining(session: Session, api: CheckerPluginInterface, reports: Sequence[Report]) -> list[Report]:
     """``reports`` less the violations on an axis that guarded code runs with one rank on."""
     if not reports:
         return list(reports)
-    watch(session, api)
+    mismatches.watch(session, api)
     kept = []
     for report in reports:
         axes = files.size_one_axes(session, api, report.at)
@@ -130,7 +102,3 @@ def settle(session: Session, api: CheckerPluginInterface, expr: Expression | Non
         paths.append((t, frozenset.intersection(*guards) if guards else frozenset()))
     return merge_guarded_paths(paths) or found
 
-
-def _outside(entries: frozenset[str], axes: frozenset[str]) -> frozenset[str]:
-    """The ``axis:type`` ``entries`` on axes other than ``axes``."""
-    return frozenset(entry for entry in entries if entry.partition(":")[0] not in axes)

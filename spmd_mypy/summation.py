@@ -13,8 +13,9 @@ with its type on the axis from mypy's type map::
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 from mypy.nodes import CallExpr, Expression, MemberExpr, NameExpr, OpExpr, RefExpr
 from mypy.plugin import FunctionContext, MethodContext
@@ -64,15 +65,17 @@ def check_summed_input(
     built = files.value_of(session, ctx.api, x.name, ctx.context) if isinstance(x, NameExpr) else x
     if built is None:
         return
-    summands = list(_summands(ctx, built, axis))
-    if len(summands) < 2:
+    terms = list(_summands(ctx, built, axis))
+    if len(terms) < 2:
         return
+    summands = [term() for term in terms]
     violation = summed_replicated_term(call, axis, summands)
     if violation is not None:
         verdict.report([violation], ctx.context, where, tuple(n for n, _ in summands), source(x))
 
 
-def _summands(ctx: FunctionContext | MethodContext, expr: Expression, axis: str) -> Iterator[Summand]:
+def _summands(ctx: FunctionContext | MethodContext, expr: Expression, axis: str) -> Iterator[Callable[[], Summand]]:
+    """The summands of ``expr``, each to be read (spelled, and typed on ``axis``) only where there are two or more."""
     if isinstance(expr, OpExpr) and expr.op in ("+", "-"):
         yield from _summands(ctx, expr.left, axis)
         yield from _summands(ctx, expr.right, axis)
@@ -86,21 +89,30 @@ def _summands(ctx: FunctionContext | MethodContext, expr: Expression, axis: str)
     bias_param = BIASED_PRODUCTS.get(op.name) if op is not None else None
     bias = op.argument(bias_param) if op is not None and bias_param is not None else None
     if op is not None and bias_param is not None and bias is not None:
-        product = next(term for term in lookup(op.name).terms if bias_param not in term)
-        kinds = [_kind(ctx, e, axis) for e in map(op.argument, product) if e is not None]
-        varying: AxisType | None = V if any(k is not None and is_varying(k) for k in kinds) else None
-        yield f"{op.spelled}(...) without its {bias_param}", varying
-        yield spell(bias), _kind(ctx, bias, axis)
+        yield partial(_product, ctx, op, bias_param, axis)
+        yield partial(_summand, ctx, bias, axis)
         return
-    yield spell(expr), _kind(ctx, expr, axis)
+    yield partial(_summand, ctx, expr, axis)
+
+
+def _summand(ctx: FunctionContext | MethodContext, expr: Expression, axis: str) -> Summand:
+    return spell(expr), _kind(ctx, expr, axis)
+
+
+def _product(ctx: FunctionContext | MethodContext, op: _Op, bias_param: str, axis: str) -> Summand:
+    """The product that ``op`` adds its ``bias_param`` to: varying where one of its factors is."""
+    product = next(term for term in lookup(op.name).terms if bias_param not in term)
+    kinds = [_kind(ctx, e, axis) for e in map(op.argument, product) if e is not None]
+    varying: AxisType | None = V if any(k is not None and is_varying(k) for k in kinds) else None
+    return f"{spell(op.callee)}(...) without its {bias_param}", varying
 
 
 @dataclass(frozen=True)
 class _Op:
-    """A call of a table op: its public name, and its arguments by position and by keyword."""
+    """A call of a table op: its public name, its callee as written, and its arguments by position and by keyword."""
 
     name: str
-    spelled: str
+    callee: Expression
     positional: list[Expression]
     keywords: dict[str, Expression]
 
@@ -122,9 +134,9 @@ def _called_op(call: CallExpr) -> _Op | None:
     keywords = {name: arg for arg, name in zip(call.args, call.arg_names) if name is not None}
     callee = call.callee
     if isinstance(callee, MemberExpr) and not callee.fullname:
-        return _Op(method_name(callee.name), spell(callee), [callee.expr, *positional], keywords)
+        return _Op(method_name(callee.name), callee, [callee.expr, *positional], keywords)
     public = public_function_name(callee.fullname) if isinstance(callee, RefExpr) else None
-    return _Op(public, spell(callee), positional, keywords) if public is not None else None
+    return _Op(public, callee, positional, keywords) if public is not None else None
 
 
 def _kind(ctx: FunctionContext | MethodContext, expr: Expression, axis: str) -> AxisType | None:

@@ -28,6 +28,7 @@ from mypy.nodes import (
     IntExpr,
     ListExpr,
     NameExpr,
+    OpExpr,
     RefExpr,
     SliceExpr,
     StrExpr,
@@ -79,6 +80,7 @@ __all__ = [
     "literal_kinds",
     "literal_value",
     "read_arguments",
+    "typed_result",
     "with_result",
 ]
 
@@ -167,8 +169,9 @@ def arguments_key(
 
     That is where every argument is a tensor of one type (no union), which
     reads as its SPMD type and rank, or a literal (``2``, ``-1``, ``0.5``,
-    ``"sum"``, ``True``) that no number computed from ranks can be; and no
-    argument is an ``out=`` tensor.  A tensor's key is its SPMD type, rank and
+    ``"sum"``, ``True``), a declared variable or parameter, or arithmetic on
+    them, which no number computed from ranks can be; and no argument is an
+    ``out=`` tensor.  A tensor's key is its SPMD type, rank and
     entry orders.  Together with the op's rule, such a key
     decides the operands, what is passed and the literal values, everything but
     how each operand is spelled.  It follows :func:`_read_value`'s cases:
@@ -190,14 +193,27 @@ def arguments_key(
 _TENSOR: Final = "tensor"
 _LITERAL: Final = "literal"
 
+_TENSOR_KEYS: Final[dict[int, tuple[Type, tuple[object, ...]]]] = {}
+"""Each tensor type's part of a key, by the identity of the type: mypy gives every expression a value flows
+to the same type object (a parameter's at each use, an op's result, built once by :class:`Encoder`), and
+never changes one.  The entry keeps its type, so that the identity is not reused while the entry lasts."""
+_TENSOR_KEYS_MAX: Final = 8192
+
 
 def _value_key(typ: Type, expr: Expression | None) -> tuple[object, ...] | None:
     """What one argument reads as, for :func:`arguments_key`; ``None`` where that takes the full reading."""
+    known = _TENSOR_KEYS.get(id(typ))
+    if known is not None and known[0] is typ:
+        return known[1]
     proper = get_proper_type(typ)
     if isinstance(proper, Instance) and is_tensor(proper):
         # No literal types as a tensor: literal_value() is NOT_KNOWN for every tensor expression.
-        return (_TENSOR, Encoder.read(proper), Encoder.rank(proper), Encoder.orders(proper))
-    if not _plain_literal(expr) or isinstance(proper, TupleType) or (
+        key = (_TENSOR, Encoder.read(proper), Encoder.rank(proper), Encoder.orders(proper))
+        if len(_TENSOR_KEYS) >= _TENSOR_KEYS_MAX:
+            _TENSOR_KEYS.clear()
+        _TENSOR_KEYS[id(typ)] = (typ, key)
+        return key
+    if not _read_as_constant(expr) or isinstance(proper, TupleType) or (
             isinstance(proper, Instance) and proper.type.fullname in SEQUENCES):
         return None
     literal = literal_value(expr) if expr is not None else NOT_KNOWN
@@ -213,6 +229,21 @@ def _plain_literal(expr: Expression | None) -> bool:
         return expr.op in ("-", "+") and isinstance(expr.expr, (IntExpr, FloatExpr))
     return (isinstance(expr, NameExpr) and expr.fullname in CONSTANTS
             and not (isinstance(expr.node, Var) and expr.node.is_inferred))
+
+
+def _read_as_constant(expr: Expression | None) -> bool:
+    """Whether :class:`~spmd_mypy.numbers.NumberReader` reads ``expr`` as a constant without reading another
+    expression or a type: a literal, a declared variable or parameter (``dim`` in ``torch.ones(dim)``; the
+    reader follows only inferred variables), or arithmetic on them (``3 * hidden``)."""
+    if _plain_literal(expr):
+        return True
+    if isinstance(expr, NameExpr):
+        return isinstance(expr.node, Var) and not expr.node.is_inferred and not expr.node.is_self
+    if isinstance(expr, OpExpr):
+        return _read_as_constant(expr.left) and _read_as_constant(expr.right)
+    if isinstance(expr, UnaryExpr):
+        return expr.op in ("-", "+") and _read_as_constant(expr.expr)
+    return False
 
 
 def literal_kinds(value: object) -> object:
@@ -367,6 +398,31 @@ def _is_zero(typ: ProperType, expr: Expression | None) -> bool:
     if isinstance(expr, NameExpr) and isinstance(typ, Instance) and typ.last_known_value is not None:
         return typ.last_known_value.value == 0
     return isinstance(typ, LiteralType) and typ.value == 0
+
+
+def typed_result(session: Session, api: CheckerPluginInterface, default: Type, spmd: SpmdType,
+                 rank: int | None = None, orders: EntryOrders = ()) -> Type:
+    """:func:`with_result` for the module ``api`` checks, remembered per ``default`` (by identity) and result.
+
+    A model gives the same few SPMD types to results of the same few mypy types at
+    thousands of calls; mypy shares a type among the expressions it flows to and
+    never changes one, so the typed result is shared too.  The entry keeps
+    ``default``, so that its identity is not reused while the entry lasts; the
+    session drops them all when a module is (re)parsed (the stubs' SPMD classes
+    among them).
+    """
+    key = (id(default), spmd, rank, orders, api.options.allow_redefinition)
+    known = session.typed_results.get(key)
+    if known is not None and known[0] is default:
+        return known[1]
+    typed = with_result(Encoder.for_checker(session, api), default, spmd, rank, orders)
+    if len(session.typed_results) >= _TYPED_RESULTS_MAX:
+        session.typed_results.clear()
+    session.typed_results[key] = (default, typed)
+    return typed
+
+
+_TYPED_RESULTS_MAX: Final = 8192
 
 
 def with_result(encoder: Encoder, default: Type, spmd: SpmdType, rank: int | None = None,

@@ -15,6 +15,7 @@ the plugin uses the same table to check calls and to suggest fixes.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, replace
 from typing import Final, TypeAlias
 
@@ -290,10 +291,12 @@ CALLS: Final[dict[str, CallSpec]] = {
 }
 
 
+@functools.lru_cache(maxsize=1024)
 def route(call: str, src: Endpoint, dst: Endpoint) -> tuple[Transition, ...] | None:
     """The primitive transitions ``call(src=..., dst=...)`` runs, or ``None`` if not allowed.
 
-    An empty tuple means the call is the identity (``redistribute`` to the same type).
+    An empty tuple means the call is the identity (``redistribute`` to the same type).  Remembered: a
+    program makes the same few calls, and checking one (with the fixes it may offer) asks for several.
     """
     steps = CALLS[call].pairs.get((endpoint_kind(src), endpoint_kind(dst)))
     if steps is None:

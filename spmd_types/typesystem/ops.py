@@ -487,11 +487,13 @@ OPERATOR_SYMBOLS: Final[dict[str, str]] = {
 """How operators are spelled in messages: ``@``, not ``__matmul__``."""
 
 
+@functools.lru_cache(maxsize=4096)
 def lookup(name: str) -> OpRule:
     """The rule for the op with public name ``name``.
 
     Unregistered ops are non-linear.  Method names ending in ``_`` and the
-    in-place operators (``__iadd__``) write into ``input``.
+    in-place operators (``__iadd__``) write into ``input``.  Remembered: the
+    checker asks at every op it checks, about few distinct names.
     """
     rule = OPS.get(name, NONLINEAR)
     if _is_inplace(name) and not rule.inplace:
