@@ -129,18 +129,18 @@ def apply_call(
     found = Encoder.read(x_type)
     key = _call_key(session, ctx, call, axes, found, src, dst, reduction, returns)
     known = remembered(key)
-    value = source(x_expr) if x_expr is not None else None
     src_used = src if src is not None else CALLS[call].src_default
     # A boundary mismatch is fixed at the call itself (its dst), which a fix can spell for one axis.
     producer = None
     if src_used is not None and len(axes) == 1:
         used: Endpoint = src_used
-        producer = Producer(value, lambda v, want: _replacing((retargeted(v, call, axes[0], used, want),), call,
+        producer = Producer(x_expr, lambda v, want: _replacing((retargeted(v, call, axes[0], used, want),), call,
                                                               written)[0])
     if known is not None:
         verdict = _typed_result(ctx, known.result, producer, returns)
         _check_sums(session, ctx, verdict, call, x_expr, axes, src_used, dst, reduction, where or call, ())
         return verdict
+    value = source(x_expr) if x_expr is not None else None
     if isinstance(found, Divergent):
         found = settle(session, ctx.api, x_expr, found)
     have = found if isinstance(found, SpmdType) else UNKNOWN

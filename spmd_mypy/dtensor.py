@@ -148,7 +148,7 @@ def check_to_local(session: Session, ctx: MethodContext) -> Verdict:
     def retarget(violation: Violation, want: AxisType | None) -> Violation:
         return retarget_to_local(violation, layout, grads, want, respell).replacing("to_local")
 
-    verdict = Verdict(result=result, fit=True, producer=Producer(receiver, retarget))
+    verdict = Verdict(result=result, fit=True, producer=Producer(callee.expr, retarget))
     verdict.report(violations, ctx.context, "to_local", (receiver,), receiver)
     return verdict
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from mypy.nodes import Context
+from mypy.nodes import Context, Expression
 from mypy.types import Type
 
+from spmd_mypy.source import source
 from spmd_types.typesystem import AxisType, EntryOrders, SpmdType, Violation
 
 __all__ = ["Producer", "Report", "Verdict"]
@@ -48,14 +49,20 @@ class Report:
 class Producer:
     """The call whose result is being fitted, and how a mismatch is fixed at that call instead of after it.
 
-    ``x`` spells the call's input (a fix of operand 0 applies to it; ``None``: it
-    cannot be written back);
+    ``written`` is the call's input as written (a fix of operand 0 applies to
+    it; ``None``: it cannot be written back), spelled by :attr:`x` only where a
+    mismatch is reported;
     ``retarget`` rewrites a violation on one axis given the declared type
     there (a collective: the same call with that ``dst``).
     """
 
-    x: str | None  # None: it cannot be written back
+    written: Expression | None
     retarget: Callable[[Violation, AxisType | None], Violation]
+
+    @property
+    def x(self) -> str | None:
+        """The input as source text; ``None`` where it cannot be written back."""
+        return source(self.written) if self.written is not None else None
 
 
 @dataclass
