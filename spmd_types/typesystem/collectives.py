@@ -15,7 +15,6 @@ the plugin uses the same table to check calls and to suggest fixes.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, replace
 from typing import Final, TypeAlias
 
@@ -291,13 +290,25 @@ CALLS: Final[dict[str, CallSpec]] = {
 }
 
 
-@functools.lru_cache(maxsize=1024)
 def route(call: str, src: Endpoint, dst: Endpoint) -> tuple[Transition, ...] | None:
     """The primitive transitions ``call(src=..., dst=...)`` runs, or ``None`` if not allowed.
 
     An empty tuple means the call is the identity (``redistribute`` to the same type).  Remembered: a
     program makes the same few calls, and checking one (with the fixes it may offer) asks for several.
     """
+    key = (call, src, dst)
+    if key not in _ROUTES:
+        if len(_ROUTES) >= _ROUTES_MAX:
+            _ROUTES.clear()
+        _ROUTES[key] = _route(call, src, dst)
+    return _ROUTES[key]
+
+
+_ROUTES: Final[dict[tuple[str, Endpoint, Endpoint], tuple[Transition, ...] | None]] = {}
+_ROUTES_MAX: Final = 1024
+
+
+def _route(call: str, src: Endpoint, dst: Endpoint) -> tuple[Transition, ...] | None:
     steps = CALLS[call].pairs.get((endpoint_kind(src), endpoint_kind(dst)))
     if steps is None:
         return None

@@ -487,7 +487,6 @@ OPERATOR_SYMBOLS: Final[dict[str, str]] = {
 """How operators are spelled in messages: ``@``, not ``__matmul__``."""
 
 
-@functools.lru_cache(maxsize=4096)
 def lookup(name: str) -> OpRule:
     """The rule for the op with public name ``name``.
 
@@ -495,10 +494,19 @@ def lookup(name: str) -> OpRule:
     in-place operators (``__iadd__``) write into ``input``.  Remembered: the
     checker asks at every op it checks, about few distinct names.
     """
-    rule = OPS.get(name, NONLINEAR)
-    if _is_inplace(name) and not rule.inplace:
-        rule = dataclasses.replace(rule, inplace=True)
+    rule = _RULES.get(name)
+    if rule is None:
+        rule = OPS.get(name, NONLINEAR)
+        if _is_inplace(name) and not rule.inplace:
+            rule = dataclasses.replace(rule, inplace=True)
+        if len(_RULES) >= _RULES_MAX:
+            _RULES.clear()
+        _RULES[name] = rule
     return rule
+
+
+_RULES: Final[dict[str, OpRule]] = {}
+_RULES_MAX: Final = 4096
 
 
 _INPLACE_OPERATORS: Final = frozenset(
