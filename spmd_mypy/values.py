@@ -53,7 +53,7 @@ from mypy.types import (
 from spmd_mypy.axes import int_literal
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
-from spmd_mypy.fullnames import CONSTANTS, FLOAT, INFINITIES, NUMBERS, SEQUENCES
+from spmd_mypy.fullnames import CONSTANTS, FLOAT, INFINITIES, NUMBERS, SEQUENCES, STR
 from spmd_mypy.numbers import NumberReader
 from spmd_mypy.session import Session
 from spmd_mypy.size_one import settle
@@ -236,6 +236,21 @@ def _value_key(typ: Type, expr: Expression | None) -> int | None:
     if known is not None and known[0] is typ:
         return known[1]
     proper = get_proper_type(typ)
+    facts = _literal_facts(proper, expr)
+    if facts is not None:
+        number = _LITERAL_KEYS.get(facts)
+        if number is None:
+            number = _read_key(typ, proper, expr)
+            if number is not None:
+                if len(_LITERAL_KEYS) >= _LITERAL_KEYS_MAX:
+                    _LITERAL_KEYS.clear()
+                _LITERAL_KEYS[facts] = number
+        return number
+    return _read_key(typ, proper, expr)
+
+
+def _read_key(typ: Type, proper: ProperType, expr: Expression | None) -> int | None:
+    """:func:`_value_key` read in full, for an argument of type ``typ`` (``proper``, expanded)."""
     if isinstance(proper, Instance) and is_tensor(proper):
         # No literal types as a tensor: literal_value() is NOT_KNOWN for every tensor expression.
         key = _numbered((_TENSOR, Encoder.read(proper), Encoder.rank(proper), Encoder.orders(proper)))
@@ -249,6 +264,26 @@ def _value_key(typ: Type, expr: Expression | None) -> int | None:
     literal = literal_value(expr) if expr is not None else NOT_KNOWN
     return _numbered((_LITERAL, isinstance(proper, NoneType), _is_number(proper), isinstance(proper, AnyType),
                       _is_zero(proper, expr), literal, literal_kinds(literal)))
+
+
+_LITERAL_KEYS: Final[dict[tuple[object, ...], int]] = {}
+"""The number of what a literal number or string reads as, by :func:`_literal_facts`: the same few literals
+(``-1``, ``2``, ``0.5``) are passed at thousands of calls."""
+_LITERAL_KEYS_MAX: Final = 4096
+_LITERAL_TYPES: Final = NUMBERS | {STR}
+
+
+def _literal_facts(proper: ProperType, expr: Expression | None) -> tuple[object, ...] | None:
+    """What decides how a number or string literal (``2``, ``-1``, ``0.5``, ``"sum"``) of a plain number or
+    str type reads, all of which :func:`_read_key` reads from it: the literal's class and value, a sign before
+    it, and the name of its type (for :func:`_is_number`); ``None`` for any other argument."""
+    if not isinstance(proper, Instance) or proper.type.fullname not in _LITERAL_TYPES:
+        return None
+    if isinstance(expr, (IntExpr, FloatExpr, StrExpr)):
+        return (type(expr), expr.value, proper.type.fullname)
+    if isinstance(expr, UnaryExpr) and expr.op in ("-", "+") and isinstance(expr.expr, (IntExpr, FloatExpr)):
+        return (expr.op, type(expr.expr), expr.expr.value, proper.type.fullname)
+    return None
 
 
 def _plain_literal(expr: Expression | None) -> bool:
