@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TypeAlias, TypeVar
+from typing import TypeAlias, TypeGuard, TypeVar
 
 from mypy.nodes import Context
 from mypy.plugin import (
@@ -112,6 +112,12 @@ Decision: TypeAlias = tuple[Answer | None, RoutedHook | None]
 current (``None``: the routing tables', or one that lasts until a module is re-parsed)."""
 
 
+def _holds(known: Decision[RoutedHook] | None) -> TypeGuard[Decision[RoutedHook]]:
+    """Whether a remembered decision still holds: a routing table's always does, a user callable's while the
+    answer it was built from is current."""
+    return known is not None and (known[0] is None or known[0].is_current())
+
+
 _DTENSOR_METHODS: dict[str, Handler[MethodContext]] = {
     "from_local": dtensor.check_from_local_call,
     "to_local": dtensor.check_to_local,
@@ -182,7 +188,7 @@ class Router:
 
     def function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
         known = self._functions.get(fullname)
-        if known is not None and (known[0] is None or known[0].is_current()):
+        if _holds(known):
             return known[1]
         if known is None:  # first asked: the routing tables', if they have one
             routed = self._calls_or_none(self._function_handler(fullname))
@@ -232,7 +238,7 @@ class Router:
 
     def function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
         known = self._function_signatures.get(fullname)
-        if known is not None and (known[0] is None or known[0].is_current()):
+        if _holds(known):
             return known[1]
         if known is None:
             routed = self._routed_function_signature_hook(fullname)
@@ -252,7 +258,7 @@ class Router:
 
     def method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
         known = self._methods.get(fullname)
-        if known is not None and (known[0] is None or known[0].is_current()):
+        if _holds(known):
             return known[1]
         if known is None:
             routed = self._calls_or_none(self._method_handler(fullname))
@@ -291,7 +297,7 @@ class Router:
 
     def method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
         known = self._method_signatures.get(fullname)
-        if known is not None and (known[0] is None or known[0].is_current()):
+        if _holds(known):
             return known[1]
         owner, method = method_of(fullname)
         if owner in TENSOR_RECEIVERS:
@@ -305,7 +311,7 @@ class Router:
 
     def attribute_hook(self, fullname: str) -> Callable[[AttributeContext], Type] | None:
         known = self._attributes.get(fullname)
-        if known is not None and (known[0] is None or known[0].is_current()):
+        if _holds(known):
             return known[1]
         owner, _, attribute = fullname.rpartition(".")
         if known is None:
