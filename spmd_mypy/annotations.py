@@ -78,9 +78,11 @@ class _Bad(Exception):
     """A malformed annotation; the message is for the user."""
 
 
-# The same annotations recur thousands of times in a program: what each marker, each text form and each
-# set of markers declares is remembered (a function of what is read, never of the place).  Mistakes are
-# not remembered: each place reads its annotation again and reports it.  Bounded, as a daemon runs on.
+# The same annotations recur thousands of times in a program: what each annotation's metadata, each marker,
+# each text form and each set of markers declares is remembered (a function of what is read, never of the
+# place).  Mistakes are not remembered: each place reads its annotation again and reports it.  Bounded, as a
+# daemon runs on.
+_READINGS: Final[dict[tuple[object, ...], _Declared | tuple[str, ...]]] = {}
 _MARKERS: Final[dict[tuple[object, ...], AxisTypes]] = {}
 _FROM_TEXT: Final[dict[str, tuple[AxisTypes, ...]]] = {}
 _COMBINED: Final[dict[tuple[AxisTypes | PartitionSpec, ...], SpmdType]] = {}
@@ -95,11 +97,12 @@ def _remember(memo: dict[_K, _V], key: _K, value: _V) -> None:
 
 class _Declared(NamedTuple):
     """The SPMD type an annotation declares, and the tensor's rank and entry orders where a ``PartitionSpec`` says
-    them."""
+    them; ``respell``: a ``Spmd[...]`` spelled as plain mypy and pyright reject, to be reported at each place."""
 
     spmd: SpmdType
     rank: int | None = None
     orders: EntryOrders = ()
+    respell: bool = False
 
 
 def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> Type:
@@ -108,7 +111,6 @@ def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> T
     That the stubs are missing is told once per module, not once per
     annotation (see :func:`_stubs_missing`).
     """
-    encoder = Encoder(session.modules, partial(ctx.api.named_type, STR, []))
     args = ctx.type.args
     if len(args) < 2:
         what = "Spmd[...] needs a tensor type and an SPMD type" if is_alias_form else (
@@ -119,14 +121,24 @@ def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> T
     metadata = args[1:]
     if not is_alias_form and not any(_could_be_ours(m) for m in metadata):
         return base  # foreign metadata only (jaxtyping, torch's own): what mypy would do
-    try:
-        axes_or_type = _read_metadata(ctx, metadata, is_alias_form, session.options)
-    except _Bad as error:
-        ctx.api.fail(str(error), ctx.context, code=ANNOTATION)
-        return base
+    names = [lookup_type_name(ctx.api, item.name, ctx.context) if isinstance(item, UnboundType) else None
+             for item in metadata]
+    key = _reading_key(metadata, names, is_alias_form)
+    axes_or_type = _READINGS.get(key) if key is not None else None
     if axes_or_type is None:
-        return base
+        try:
+            axes_or_type = _read_metadata(ctx, metadata, names, is_alias_form, session.options)
+        except _Bad as error:
+            ctx.api.fail(str(error), ctx.context, code=ANNOTATION)
+            return base
+        if axes_or_type is None:
+            return base  # nothing of the plugin's (read each time, as are mistakes)
+        if key is not None:
+            _remember(_READINGS, key, axes_or_type)
+    encoder = Encoder(session.modules, partial(ctx.api.named_type, STR, []))
     if isinstance(axes_or_type, _Declared):
+        if axes_or_type.respell:
+            _respell(ctx, axes_or_type.spmd)
         typed = _tensor(ctx, base, axes_or_type, encoder, session.options)
     else:
         typed = _axis_group(ctx, base, axes_or_type, encoder)
@@ -145,17 +157,36 @@ def _is_call(item: Type) -> bool:
     return isinstance(item, RawExpressionType) and item.literal_value is None
 
 
+def _reading_key(
+    metadata: Sequence[Type], names: Sequence[str | None], is_alias_form: bool
+) -> tuple[object, ...] | None:
+    """What :func:`_read_metadata` reads of ``metadata``, whose names resolve to ``names``, where that is all it
+    reads: the form, and each item's :func:`_marker_key`.  ``None`` where an item is anything but a name with
+    strings or literals for arguments (a call, which may be a ``PartitionSpec`` read from the source and
+    completed from the configured axes; a string; a nested type): such metadata is read each time."""
+    key: list[object] = [is_alias_form]
+    for item, fullname in zip(metadata, names):
+        if not isinstance(item, UnboundType) or item.original_str_expr is not None:
+            return None
+        item_key = _marker_key(item, fullname)
+        if item_key is None:
+            return None
+        key.append(item_key)
+    return tuple(key)
+
+
 def _read_metadata(
-    ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_form: bool, options: PluginOptions
+    ctx: AnalyzeTypeContext, metadata: Sequence[Type], names: Sequence[str | None], is_alias_form: bool,
+    options: PluginOptions,
 ) -> _Declared | tuple[str, ...] | None:
-    """What the metadata declares, the axes of its ``Axis[...]`` markers in order, or ``None``."""
+    """What the metadata, whose names resolve to ``names`` (``None``: an item that is no name), declares: an SPMD
+    type, the axes of its ``Axis[...]`` markers in order, or ``None`` (nothing of the plugin's)."""
     if is_alias_form:
-        alias = _read_alias_form(ctx, metadata)
-        return _Declared(alias) if alias is not None else None
+        return _read_alias_form(metadata, names)
     markers: list[AxisTypes] = []
     specs: list[PartitionSpec] = []
     axes: list[str] = []
-    for item in metadata:
+    for item, fullname in zip(metadata, names):
         if _is_call(item):
             spec = _partition_spec(ctx, item)
             if spec is not None:
@@ -163,7 +194,6 @@ def _read_metadata(
             continue
         if not isinstance(item, UnboundType):
             continue  # another library's metadata
-        fullname = lookup_type_name(ctx.api, item.name, ctx.context)
         if fullname in AXIS_MARKERS:
             axes.append(_axis_name(item))
         elif fullname in LOCAL_TYPE_MARKERS or fullname in SHARD_MARKERS:
@@ -202,23 +232,22 @@ def _partition_spec(ctx: AnalyzeTypeContext, item: Type) -> PartitionSpec | None
 _ALIAS_FORM = 'Spmd[...] takes a tensor type and the SPMD type as a Literal string, as in Spmd[Tensor, Literal["dp:R"]]'
 
 
-def _read_alias_form(ctx: AnalyzeTypeContext, metadata: Sequence[Type]) -> SpmdType | None:
+def _read_alias_form(metadata: Sequence[Type], names: Sequence[str | None]) -> _Declared | None:
     """The SPMD type of ``Spmd[Tensor, Literal["dp:R, tp:V"]]``.
 
     A bare string (``Spmd[Tensor, "dp:R"]``) or markers (``Spmd[Tensor, R["dp"]]``)
-    are read as well, and reported with the spelling to write instead:
-    checkers without the plugin reject them.
+    are read as well, marked to be reported with the spelling to write instead
+    (:func:`_respell`): checkers without the plugin reject them.
     """
     markers: list[AxisTypes] = []
     rejected_elsewhere = False
-    for item in metadata:
+    for item, fullname in zip(metadata, names):
         if isinstance(item, RawExpressionType) and isinstance(item.literal_value, str):
             markers.extend(_from_text(item.literal_value))
             rejected_elsewhere = True
             continue
         if not isinstance(item, UnboundType):
             raise _Bad(_ALIAS_FORM)
-        fullname = lookup_type_name(ctx.api, item.name, ctx.context)
         if fullname in LITERAL and item.args:
             for arg in item.args:
                 markers.extend(_from_text(_literal_string(arg)))
@@ -228,12 +257,15 @@ def _read_alias_form(ctx: AnalyzeTypeContext, metadata: Sequence[Type]) -> SpmdT
         else:
             raise _Bad(f"{_ALIAS_FORM}; {item.name} is neither")
     spmd = _combined(markers)
-    if rejected_elsewhere:
-        base = ctx.type.args[0]
-        shown = base.name if isinstance(base, UnboundType) else "Tensor"
-        _fail(ctx, f'Spmd[...] is read here, but plain mypy and pyright reject this spelling; write '
-                   f'Spmd[{shown}, Literal["{spmd}"]] (or Annotated[{shown}, ...] with the markers)', Code.ANNOTATION)
-    return spmd
+    return _Declared(spmd, respell=rejected_elsewhere) if spmd is not None else None
+
+
+def _respell(ctx: AnalyzeTypeContext, spmd: SpmdType) -> None:
+    """Report a ``Spmd[...]`` that only the plugin reads, with the spelling to write instead."""
+    base = ctx.type.args[0]
+    shown = base.name if isinstance(base, UnboundType) else "Tensor"
+    _fail(ctx, f'Spmd[...] is read here, but plain mypy and pyright reject this spelling; write '
+               f'Spmd[{shown}, Literal["{spmd}"]] (or Annotated[{shown}, ...] with the markers)', Code.ANNOTATION)
 
 
 def _literal_string(arg: Type) -> str:
@@ -289,7 +321,7 @@ def _marker(item: UnboundType, fullname: str) -> AxisTypes:
     return found
 
 
-def _marker_key(item: UnboundType, fullname: str) -> tuple[object, ...] | None:
+def _marker_key(item: UnboundType, fullname: str | None) -> tuple[object, ...] | None:
     """What :func:`_read_marker` reads of ``item``, where it can succeed: the full name its name resolves to
     (never the name: a module may import ``R`` from elsewhere) and each argument's string or literal value;
     ``None`` for an argument that is neither, which is read (and reported) each time."""

@@ -10,9 +10,7 @@ is (re)parsed (:meth:`~spmd_mypy.session.Session.forget_callables`).
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Final
 
 from mypy.nodes import Decorator, FuncBase, FuncDef, OverloadedFuncDef, TypeInfo, Var
@@ -27,7 +25,6 @@ from spmd_mypy.session import Session
 __all__ = ["Answer", "class_info", "declared_attribute", "declared_function", "declared_method"]
 
 
-@dataclass(frozen=True)
 class Answer:
     """Whether a callable has an SPMD signature, and what that answer was read from.
 
@@ -36,17 +33,37 @@ class Answer:
     module: the node stays, its signature and its class's MRO are replaced.  An
     answer is current while the objects it was read from are still in place, so
     that it never outlives them, whatever order mypy checks modules in.
+
+    Never changed once made.  A plain class, not a frozen dataclass: mypyc
+    compiles its constructor, where a dataclass's is generated Python that sets
+    each field through ``object.__setattr__`` (some 13,000 instructions per
+    answer in the compiled build, against a few hundred), and one is made for
+    every distinct callable and attribute name mypy asks about.
     """
 
-    class_mro: list[TypeInfo] | None  # the MRO of the class the method was resolved in
-    info: TypeInfo | None
-    node: builtins.object  # the function, method or variable the signature was read from (builtins.: mypyc)
-    read: CallableType | None  # its signature when read, where it is a plain function's
-    signature: CallableType | None  # ``read`` when it has SPMD types
-    plain_result: bool = False  # a call gives plain tensors (see spmd_mypy.gradual)
-    typed: Var | FuncBase | None = None  # the node whose ``type`` holds the signature (a decorator's variable)
-    raw: builtins.object = None  # ``typed.type`` when read; :data:`_EXPANDED` for a type alias
-    seen: CallableType | None = None  # the signature as read, whatever kind of method the node is
+    __slots__ = ("class_mro", "info", "node", "plain_result", "raw", "read", "seen", "signature", "typed")
+
+    def __init__(
+        self,
+        class_mro: list[TypeInfo] | None,
+        info: TypeInfo | None,
+        node: object,
+        read: CallableType | None,
+        signature: CallableType | None,
+        plain_result: bool = False,
+        typed: Var | FuncBase | None = None,
+        raw: object = None,
+        seen: CallableType | None = None,
+    ) -> None:
+        self.class_mro: Final = class_mro  # the MRO of the class the method was resolved in
+        self.info: Final = info
+        self.node: Final = node  # the function, method or variable the signature was read from
+        self.read: Final = read  # its signature when read, where it is a plain function's
+        self.signature: Final = signature  # ``read`` when it has SPMD types
+        self.plain_result: Final = plain_result  # a call gives plain tensors (see spmd_mypy.gradual)
+        self.typed: Final = typed  # the node whose ``type`` holds the signature (a decorator's variable)
+        self.raw: Final = raw  # ``typed.type`` when read; :data:`_EXPANDED` for a type alias
+        self.seen: Final = seen  # the signature as read, whatever kind of method the node is
 
     @staticmethod
     def of(info: TypeInfo | None, node: object, *, generic_in_tensors: bool = False) -> Answer:
@@ -88,7 +105,7 @@ class Answer:
         return signature_of(self.node) is self.seen
 
 
-_EXPANDED: Final = builtins.object()
+_EXPANDED: Final = object()
 """The ``raw`` of an answer whose node's type is an alias: matches no type, so the alias is expanded again."""
 
 _UNKNOWN: Final = Answer(None, None, None, None, None)

@@ -164,10 +164,10 @@ def _untyped_returns_tensor(default: Type, name: str, rule: OpRule, like: Type) 
     mypy types the result of such a function (``torch.norm``, ``Tensor.unflatten``) ``Any``,
     which would end all checking of what follows; a table op returns a tensor.
     """
+    if not (_is_any(default) and name in OPS and rule.result in (Result.JOIN, Result.DETACH)):
+        return default  # asked first: a plain tensor is built only where it is returned
     tensor = plain_tensor(like)
-    if tensor is not None and name in OPS and rule.result in (Result.JOIN, Result.DETACH) and _is_any(default):
-        return tensor
-    return default
+    return tensor if tensor is not None else default
 
 
 def check_builtin_sum(session: Session, ctx: FunctionContext) -> Verdict:
@@ -448,8 +448,25 @@ def _op_key(
     # Ops that make constants also ask whether the module uses SPMD types and whether the buffer is written later.
     constants = (files.uses_spmd(session, ctx.api), files.is_written_later(session, ctx.api, ctx.context)
                  ) if rule.makes_constants else ()
-    return (name, arguments, contains_tensor(default), _is_any(default), files.place(session, ctx.api, ctx.context),
-            constants)
+    return (name, arguments, _result_facts(default), files.place(session, ctx.api, ctx.context), constants)
+
+
+def _result_facts(default: Type) -> tuple[bool, bool]:
+    """Whether mypy's result ``default`` contains a tensor, and whether it is ``Any``: what :func:`_apply`
+    asks of it.  Remembered by the identity of the type, which mypy shares among the calls of a callable
+    that is not generic (the entry keeps the type, so that the identity is not reused while it lasts)."""
+    known = _RESULTS.get(id(default))
+    if known is not None and known[0] is default:
+        return known[1]
+    facts = (contains_tensor(default), _is_any(default))
+    if len(_RESULTS) >= _RESULTS_MAX:
+        _RESULTS.clear()
+    _RESULTS[id(default)] = (default, facts)
+    return facts
+
+
+_RESULTS: Final[dict[int, tuple[Type, tuple[bool, bool]]]] = {}
+_RESULTS_MAX: Final = 4096
 
 
 def remembered(key: OpKey | None) -> _Found | None:

@@ -15,6 +15,7 @@ non-linear), with its value where it is a literal (``transpose(0, 1)``,
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -52,7 +53,7 @@ from mypy.types import (
 from spmd_mypy.axes import int_literal
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
-from spmd_mypy.fullnames import CONSTANTS, FLOAT, INFINITIES, NUMBERS, SEQUENCES
+from spmd_mypy.fullnames import CONSTANTS, FLOAT, INFINITIES, NUMBERS, SEQUENCES, STR
 from spmd_mypy.numbers import NumberReader
 from spmd_mypy.session import Session
 from spmd_mypy.size_one import settle
@@ -176,39 +177,83 @@ def arguments_key(
     decides the operands, what is passed and the literal values, everything but
     how each operand is spelled.  It follows :func:`_read_value`'s cases:
     a change there must be reflected here.
+
+    Each argument stands in the key as the number of what it reads as (see
+    :func:`_numbered`): the key is a flat tuple of numbers and parameter names,
+    cheap to hash and compare where it is looked up.
     """
     parts: list[object] = []
     if receiver is not None:
-        parts.append(_value_key(*receiver))
+        part = _value_key(*receiver)
+        if part is None:
+            return None
+        parts.append(part)
     for name, types, exprs in zip(formal_names, arg_types, args):
         param = canonical_param(name or "")
         if param == "out" and exprs:
             return None
         parts.append(param)
-        parts.extend(_value_key(typ, expr) for typ, expr in zip(types, exprs))
-        parts.append(len(types))
-    return None if None in parts else tuple(parts)
+        for typ, expr in zip(types, exprs):
+            part = _value_key(typ, expr)
+            if part is None:
+                return None
+            parts.append(part)
+        parts.append(len(types))  # after the parameter's values: the numbers between two names stay apart
+    return tuple(parts)
 
 
 _TENSOR: Final = "tensor"
 _LITERAL: Final = "literal"
 
-_TENSOR_KEYS: Final[dict[int, tuple[Type, tuple[object, ...]]]] = {}
+_NUMBERS: Final[dict[tuple[object, ...], int]] = {}
+"""What an argument reads as (see :func:`_value_key`), numbered in the order first met.  A number is never
+given again, also after the table is emptied, so a key built before that never stands for another reading."""
+_NUMBERS_MAX: Final = 8192
+_NEXT: Final = itertools.count()
+
+
+def _numbered(reading: tuple[object, ...]) -> int:
+    """The number of ``reading``, one argument's part of a key."""
+    number = _NUMBERS.get(reading)
+    if number is None:
+        if len(_NUMBERS) >= _NUMBERS_MAX:
+            _NUMBERS.clear()
+        number = _NUMBERS[reading] = next(_NEXT)
+    return number
+
+
+_TENSOR_KEYS: Final[dict[int, tuple[Type, int]]] = {}
 """Each tensor type's part of a key, by the identity of the type: mypy gives every expression a value flows
 to the same type object (a parameter's at each use, an op's result, built once by :class:`Encoder`), and
 never changes one.  The entry keeps its type, so that the identity is not reused while the entry lasts."""
 _TENSOR_KEYS_MAX: Final = 8192
 
 
-def _value_key(typ: Type, expr: Expression | None) -> tuple[object, ...] | None:
-    """What one argument reads as, for :func:`arguments_key`; ``None`` where that takes the full reading."""
+def _value_key(typ: Type, expr: Expression | None) -> int | None:
+    """The number of what one argument reads as, for :func:`arguments_key`; ``None`` where that takes the
+    full reading."""
     known = _TENSOR_KEYS.get(id(typ))
     if known is not None and known[0] is typ:
         return known[1]
     proper = get_proper_type(typ)
+    facts = _literal_facts(proper, expr)
+    if facts is not None:
+        number = _LITERAL_KEYS.get(facts)
+        if number is None:
+            number = _read_key(typ, proper, expr)
+            if number is not None:
+                if len(_LITERAL_KEYS) >= _LITERAL_KEYS_MAX:
+                    _LITERAL_KEYS.clear()
+                _LITERAL_KEYS[facts] = number
+        return number
+    return _read_key(typ, proper, expr)
+
+
+def _read_key(typ: Type, proper: ProperType, expr: Expression | None) -> int | None:
+    """:func:`_value_key` read in full, for an argument of type ``typ`` (``proper``, expanded)."""
     if isinstance(proper, Instance) and is_tensor(proper):
         # No literal types as a tensor: literal_value() is NOT_KNOWN for every tensor expression.
-        key = (_TENSOR, Encoder.read(proper), Encoder.rank(proper), Encoder.orders(proper))
+        key = _numbered((_TENSOR, Encoder.read(proper), Encoder.rank(proper), Encoder.orders(proper)))
         if len(_TENSOR_KEYS) >= _TENSOR_KEYS_MAX:
             _TENSOR_KEYS.clear()
         _TENSOR_KEYS[id(typ)] = (typ, key)
@@ -217,8 +262,28 @@ def _value_key(typ: Type, expr: Expression | None) -> tuple[object, ...] | None:
             isinstance(proper, Instance) and proper.type.fullname in SEQUENCES):
         return None
     literal = literal_value(expr) if expr is not None else NOT_KNOWN
-    return (_LITERAL, isinstance(proper, NoneType), _is_number(proper), isinstance(proper, AnyType),
-            _is_zero(proper, expr), literal, literal_kinds(literal))
+    return _numbered((_LITERAL, isinstance(proper, NoneType), _is_number(proper), isinstance(proper, AnyType),
+                      _is_zero(proper, expr), literal, literal_kinds(literal)))
+
+
+_LITERAL_KEYS: Final[dict[tuple[object, ...], int]] = {}
+"""The number of what a literal number or string reads as, by :func:`_literal_facts`: the same few literals
+(``-1``, ``2``, ``0.5``) are passed at thousands of calls."""
+_LITERAL_KEYS_MAX: Final = 4096
+_LITERAL_TYPES: Final = NUMBERS | {STR}
+
+
+def _literal_facts(proper: ProperType, expr: Expression | None) -> tuple[object, ...] | None:
+    """What decides how a number or string literal (``2``, ``-1``, ``0.5``, ``"sum"``) of a plain number or
+    str type reads, all of which :func:`_read_key` reads from it: the literal's class and value, a sign before
+    it, and the name of its type (for :func:`_is_number`); ``None`` for any other argument."""
+    if not isinstance(proper, Instance) or proper.type.fullname not in _LITERAL_TYPES:
+        return None
+    if isinstance(expr, (IntExpr, FloatExpr, StrExpr)):
+        return (type(expr), expr.value, proper.type.fullname)
+    if isinstance(expr, UnaryExpr) and expr.op in ("-", "+") and isinstance(expr.expr, (IntExpr, FloatExpr)):
+        return (expr.op, type(expr.expr), expr.expr.value, proper.type.fullname)
+    return None
 
 
 def _plain_literal(expr: Expression | None) -> bool:

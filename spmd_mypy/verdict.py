@@ -13,7 +13,7 @@ type, untouched.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mypy.nodes import Context, Expression
 from mypy.types import Type
@@ -65,7 +65,6 @@ class Producer:
         return source(self.written) if self.written is not None else None
 
 
-@dataclass
 class Verdict:
     """The outcome of checking one call or attribute.
 
@@ -76,17 +75,24 @@ class Verdict:
     ``fit`` the typed result is compared with the declaration it flows into,
     where ``speculative`` says whether mypy is only trying the expression and
     ``producer`` names the collective that computed it (its fix is then that
-    call with another ``dst``).
+    call with another ``dst``).  ``reports`` starts empty (see :meth:`report`).
+
+    A plain class, not a dataclass: mypyc compiles a written ``__init__``, where
+    a dataclass's is generated at import and runs as Python at each of the
+    thousands of verdicts a model's check makes.
     """
 
-    reports: list[Report] = field(default_factory=list)
-    returns: Type | None = None
-    result: SpmdType | None = None
-    rank: int | None = None
-    orders: EntryOrders = ()
-    fit: bool = False
-    speculative: bool = False
-    producer: Producer | None = None
+    def __init__(self, *, returns: Type | None = None, result: SpmdType | None = None, rank: int | None = None,
+                 orders: EntryOrders = (), fit: bool = False, speculative: bool = False,
+                 producer: Producer | None = None) -> None:
+        self.reports: list[Report] = []
+        self.returns = returns
+        self.result = result
+        self.rank = rank
+        self.orders = orders
+        self.fit = fit
+        self.speculative = speculative
+        self.producer = producer
 
     def report(
         self,

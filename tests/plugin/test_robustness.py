@@ -188,6 +188,25 @@ def test_a_warm_run_does_not_load_the_hooks(tmp_path: Path) -> None:
     assert runs == [["0", "True", "True"], ["0", "False", "False"]]
 
 
+def test_after_the_first_question_mypy_asks_the_router_itself() -> None:
+    """The plugin's interpreted ``get_*_hook`` methods answer the first question only: it loads the router,
+    whose methods mypy then calls directly (compiled in the mypyc build), and which answer as before."""
+    from mypy.options import Options
+
+    from spmd_mypy.plugin import SpmdPlugin
+
+    plugin = SpmdPlugin(Options())
+    questions = ("type_analyze", "function", "function_signature", "method", "method_signature", "attribute")
+    first = plugin.get_function_hook("torch._C._VariableFunctions.matmul")
+    router = plugin._router
+    assert first is not None and router is not None
+    for question in questions:
+        asked = getattr(plugin, f"get_{question}_hook")
+        assert asked.__self__ is router and asked.__func__ is getattr(type(router), f"{question}_hook")
+    assert plugin.get_function_hook("builtins.len") is None
+    assert plugin.get_type_analyze_hook("typing.Annotated") is not None
+
+
 @pytest.mark.parametrize(("version", "noted"), [("1.15.0", True), ("1.19.1+dev.abc", True), ("2.0.0", False),
                                                 ("2.4.1", False), ("3.0.0", True)])
 def test_an_unsupported_mypy_gets_a_note(version: str, noted: bool, capsys: pytest.CaptureFixture[str]) -> None:

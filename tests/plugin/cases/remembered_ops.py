@@ -81,6 +81,16 @@ def zeros_of_a_parameter_size_written_later(v: Annotated[Tensor, V["tp"]], n: in
     acc.add_(v)  # OK
 
 
+# Literal arguments: an op's key holds each literal as read by its class, sign and value (spmd_mypy.values),
+# so a zero, which adds nothing to a pending sum, stands apart from another number.
+
+def literal_zero_first(p: Annotated[Tensor, P["tp"]]) -> None:
+    reveal_type(p + 0)  # N: SpmdTensor[Literal['tp:P']]
+    reveal_type(p + 2)  # E: [spmd-partial] + on axis 'tp': P plus a non-partial term (weak) # N: SpmdTensor[Any]
+    reveal_type(p + -0.0)  # N: SpmdTensor[Literal['tp:P']]
+    reveal_type(p + -2.0)  # E: [spmd-partial] + on axis 'tp': P plus a non-partial term (weak) # N: SpmdTensor[Any]
+
+
 # Collectives and casts: what a call on an input type found where it reported nothing is remembered
 # too (spmd_mypy.collectives); each pair below differs in one thing that decides the check, besides places.
 
