@@ -384,21 +384,24 @@ def fit_declared(
     """
     context_type = api.type_context[-1] if api.type_context else None
     declared_result = declared_return_type(api)
-    if context_type is None and declared_result is not None and files.is_returned(session, api, context):
-        context_type = declared_result  # mypy's second try of a return, without context: still the return
     if context_type is None:
-        return result
-    expected = _optional_item(context_type)
-    if not _may_be_declaration(expected):
+        # mypy's second try of a return, without context, is still the return; a value of any other expression
+        # without context goes into no declaration.
+        if (declared_result is None or _declared_in(declared_result) is None
+                or not files.is_returned(session, api, context)):
+            return result
+        context_type = declared_result
+    expected = _declared_in(context_type)
+    if expected is None:
         return result  # what every branch below comes to; most checked ops are operands of another op
     if context_type is declared_result or (declared_result is not None and files.is_returned(session, api, context)):
         where = RETURN_VALUE  # the second: a copy of a method for a value of its class's type variable
-    elif _is_declaration(expected) and not files.assigned_to_inferred(session, api, context):
-        where = "value of a declared type"
-    elif _is_declaration(expected):
+    elif not _is_declaration(expected):
+        return result
+    elif files.assigned_to_inferred(session, api, context):
         return _kept(session, api, result)  # a parameter that allow_redefinition lets be re-bound
     else:
-        return result
+        where = "value of a declared type"
     declared, value = Encoder.read(expected), Encoder.read(result)
     if not isinstance(declared, SpmdType):
         return result
@@ -422,6 +425,33 @@ def fit_declared(
     # A value that fits and that mypy accepts as it is keeps its own type, so that a declared
     # variable re-bound to it is narrowed to it.
     return _kept(session, api, result) if not violations and _any_argument(result) else expected
+
+
+def _declared_in(context_type: Type) -> Type | None:
+    """The declaration a value whose type context is ``context_type`` may go into: the context without
+    ``Optional`` (:func:`_optional_item`), where it carries an SPMD type (:func:`_may_be_declaration`); else ``None``.
+
+    Remembered by the context's identity: mypy gives every argument of a callee the same parameter type
+    object, call after call, and the answer depends only on the type's structure (its class and union items,
+    which mypy does not change), not on the side channel, which mypy may erase (so :func:`_is_declaration`
+    and :meth:`Encoder.read` are asked each time).  The entry holds the type, so its identity is not reused.
+    An alias is not remembered: the daemon may give it a new target.
+    """
+    remembered = _DECLARED_IN.get(id(context_type))
+    if remembered is not None and remembered[0] is context_type:
+        return remembered[1]
+    expected = _optional_item(context_type)
+    found = expected if _may_be_declaration(expected) else None
+    if isinstance(context_type, TypeAliasType):
+        return found
+    if len(_DECLARED_IN) >= _DECLARED_IN_MAX:
+        _DECLARED_IN.clear()
+    _DECLARED_IN[id(context_type)] = (context_type, found)
+    return found
+
+
+_DECLARED_IN: Final[dict[int, tuple[Type, Type | None]]] = {}
+_DECLARED_IN_MAX: Final = 4096
 
 
 def _kept(session: Session, api: CheckerPluginInterface, result: Type) -> Type:

@@ -35,8 +35,6 @@ INTERPRETED = {
     "spmd_mypy/baseline.py": _COMMAND_LINE + " (and a generic dataclass, which mypyc's class set-up rejects)",
     **dict.fromkeys(("spmd_mypy/cli.py", "spmd_mypy/coverage.py", "spmd_mypy/recommended.py",
                      "spmd_mypy/variants.py"), _COMMAND_LINE),
-    "spmd_types/typesystem/ops.py": "functools.cached_property: a compiled class has no instance __dict__, so "
-                                    "every access would compute the value again (OpRule.params)",
     "spmd_types/typesystem/__init__.py": "a module __getattr__: mypyc's module set-up calls it before the "
                                          "module's globals exist (a crash)",
     "spmd_types/typesystem/annotations.py": "metaclasses (Axis[...], Spmd[...]), which mypyc compiles only in "

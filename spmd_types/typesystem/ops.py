@@ -34,9 +34,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 __all__ = [
@@ -121,6 +120,15 @@ class OpRule:
     updates: tuple[str, ...] = ()
     updates_when: str = ""
     counts_when: str = ""
+    params: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """Every argument name the rule mentions, in order of first mention: read at every checked call, so
+    worked out once, when the rule is made (a field, not a ``functools.cached_property``: the compiled
+    build's classes have no instance ``__dict__``)."""
+
+    def __post_init__(self) -> None:
+        names = [name for term in self.terms for name in term]
+        names += [*self.nonlinear, *self.selectors, *self.ignored, *self.nonlinear_if, *self.updates]
+        object.__setattr__(self, "params", tuple(dict.fromkeys(names)))
 
     @property
     def makes_constants(self) -> bool:
@@ -139,13 +147,6 @@ class OpRule:
         if not (self.sequence_product or any(len(term) > 1 for term in self.terms)):
             return "linear"
         return "multilinear" if len(self.terms) == 1 else "linear + multilinear"
-
-    @functools.cached_property
-    def params(self) -> tuple[str, ...]:
-        """Every argument name the rule mentions (read at every checked call: worked out once per rule)."""
-        names = [name for term in self.terms for name in term]
-        names += [*self.nonlinear, *self.selectors, *self.ignored, *self.nonlinear_if, *self.updates]
-        return tuple(dict.fromkeys(names))
 
 
 NONLINEAR: Final = OpRule()
