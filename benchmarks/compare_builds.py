@@ -25,6 +25,7 @@ version is checked to give the same (empty) output on the model.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import shutil
@@ -39,29 +40,45 @@ import plugin_cost  # the workload generator and the configurations
 
 ROOT = plugin_cost.ROOT
 CODE = ("spmd_mypy", "spmd_types", "stubs")
+COMPILE_LIST = "tools/compiled.py"  # which modules a version compiles
 WORKTREE = "WORKTREE"
 
 
 def snapshot(version: str, dest: Path, compiled: bool) -> str:
     """The plugin, rule core and stubs of ``version`` in ``dest``, compiled if asked; a description."""
     dest.mkdir(parents=True)
+    paths = (*CODE, COMPILE_LIST) if compiled else CODE
     if version == WORKTREE:
-        for path in CODE:
-            shutil.copytree(ROOT / path, dest / path, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+        for path in paths:
+            if (ROOT / path).is_dir():
+                shutil.copytree(ROOT / path, dest / path, ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+            else:
+                (dest / path).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(ROOT / path, dest / path)
         described = "the working tree"
     else:
         git = ["git", "-C", str(ROOT)]
         rev = subprocess.run([*git, "rev-parse", "--short", version], capture_output=True, text=True, check=True)
-        archive = subprocess.run([*git, "archive", version, "--", *CODE], capture_output=True, check=True)
+        archive = subprocess.run([*git, "archive", version, "--", *paths], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
         described = f"commit {rev.stdout.strip()}"
     if compiled:
         sys.path.insert(0, str(ROOT))
         from tools import compiled as compiled_build
 
-        compiled_build.compile_in(dest)
+        compiled_build.compile_in(dest, _compiled_sources_of(dest))
         described += ", compiled with mypyc"
     return described
+
+
+def _compiled_sources_of(dest: Path) -> list[str]:
+    """The modules that the version in ``dest`` compiles, by its own ``tools/compiled.py``: an older version
+    may keep a module interpreted that this one compiles, because the module then could not be."""
+    spec = importlib.util.spec_from_file_location(f"_compiled_{abs(hash(dest))}", dest / "tools" / "compiled.py")
+    assert spec is not None and spec.loader is not None
+    version = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(version)
+    return list(version.compiled_sources(dest))
 
 
 def run_mypy(checkout: Path, config: Path, cache: Path, targets: list[Path], pycache: Path,

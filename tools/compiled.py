@@ -63,11 +63,14 @@ def copy_checkout(dest: Path) -> None:
             shutil.copy2(source, dest / name)
 
 
-def compile_in(root: Path) -> None:
-    """Compile :func:`compiled_sources` in place in ``root``, a copy of the checkout (never the checkout itself)."""
+def compile_in(root: Path, sources: list[str] | None = None) -> None:
+    """Compile ``sources`` (by default :func:`compiled_sources`) in place in ``root``, a copy of the checkout
+    (never the checkout itself).  A copy of another version of the code passes the list that version's own
+    ``tools/compiled.py`` gives, since which modules can be compiled changes with the code."""
     if root.resolve() == ROOT:
         raise SystemExit("tools.compiled: compiling in the checkout would shadow its sources; give a copy")
-    sources = compiled_sources(root)
+    if sources is None:
+        sources = compiled_sources(root)
     subprocess.run([sys.executable, "-m", "mypyc", *sources], cwd=root, check=True, stdout=subprocess.DEVNULL,
                    env={**os.environ, "PYTHONPATH": str(root)})
     shutil.rmtree(root / "build")  # the C sources and object files
