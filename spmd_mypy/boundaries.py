@@ -53,6 +53,7 @@ from spmd_mypy.compat import (
 )
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import AXIS_GROUP, SPMD_TENSORS, SPMD_TYPED
+from spmd_mypy.identity import IdentityMemo
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.size_one import settle
@@ -434,24 +435,20 @@ def _declared_in(context_type: Type) -> Type | None:
     Remembered by the context's identity: mypy gives every argument of a callee the same parameter type
     object, call after call, and the answer depends only on the type's structure (its class and union items,
     which mypy does not change), not on the side channel, which mypy may erase (so :func:`_is_declaration`
-    and :meth:`Encoder.read` are asked each time).  The entry holds the type, so its identity is not reused.
+    and :meth:`Encoder.read` are asked each time; see :mod:`spmd_mypy.identity`).
     An alias is not remembered: the daemon may give it a new target.
     """
-    remembered = _DECLARED_IN.get(id(context_type))
-    if remembered is not None and remembered[0] is context_type:
+    remembered = _DECLARED_IN.get(context_type)
+    if remembered is not None:
         return remembered[1]
     expected = _optional_item(context_type)
     found = expected if _may_be_declaration(expected) else None
     if isinstance(context_type, TypeAliasType):
         return found
-    if len(_DECLARED_IN) >= _DECLARED_IN_MAX:
-        _DECLARED_IN.clear()
-    _DECLARED_IN[id(context_type)] = (context_type, found)
-    return found
+    return _DECLARED_IN.put(context_type, found)
 
 
-_DECLARED_IN: Final[dict[int, tuple[Type, Type | None]]] = {}
-_DECLARED_IN_MAX: Final = 4096
+_DECLARED_IN: Final[IdentityMemo[Type, Type | None]] = IdentityMemo(4096)
 
 
 def _kept(session: Session, api: CheckerPluginInterface, result: Type) -> Type:

@@ -40,6 +40,7 @@ from spmd_mypy.boundaries import has_spmd, report_divergent
 from spmd_mypy.compat import container_elements, expression_type
 from spmd_mypy.encoding import Divergent, Encoder, plain_tensor
 from spmd_mypy.fullnames import LIST, TYPING_SEQUENCE, public_module_name, spmd_function
+from spmd_mypy.identity import IdentityMemo
 from spmd_mypy.numbers import NumberReader
 from spmd_mypy.report import spell
 from spmd_mypy.session import Session
@@ -107,23 +108,17 @@ def widen_tensor_lists(session: Session, ctx: FunctionSigContext) -> FunctionLik
     signature = ctx.default_signature
     if not files.uses_spmd(session, ctx.api):
         return signature
-    known = _WIDENED.get(id(signature))
-    if known is not None and known[0] is signature:
+    known = _WIDENED.get(signature)
+    if known is not None:
         return known[1]
     widened = [_widen(ctx, t) for t in signature.arg_types]
-    result = signature if all(new is old for new, old in zip(widened, signature.arg_types)) else (
-        signature.copy_modified(arg_types=widened))
-    if len(_WIDENED) >= _WIDENED_MAX:
-        _WIDENED.clear()
-    _WIDENED[id(signature)] = (signature, result)
-    return result
+    return _WIDENED.put(signature, signature if all(new is old for new, old in zip(widened, signature.arg_types))
+                        else signature.copy_modified(arg_types=widened))
 
 
-# Each torch function's signature as widened, by the identity of the signature mypy hands the hook: the
-# same object at every call of a function that is not generic.  The entry keeps its signature, so that
-# the identity is not reused while the entry lasts.
-_WIDENED: Final[dict[int, tuple[FunctionLike, FunctionLike]]] = {}
-_WIDENED_MAX: Final = 4096
+_WIDENED: Final[IdentityMemo[FunctionLike, FunctionLike]] = IdentityMemo(4096)
+"""Each torch function's signature as widened, by the signature mypy hands the hook: the same object at
+every call of a function that is not generic."""
 
 
 def _widen(ctx: FunctionSigContext, typ: Type) -> Type:
@@ -454,19 +449,14 @@ def _op_key(
 def _result_facts(default: Type) -> tuple[bool, bool]:
     """Whether mypy's result ``default`` contains a tensor, and whether it is ``Any``: what :func:`_apply`
     asks of it.  Remembered by the identity of the type, which mypy shares among the calls of a callable
-    that is not generic (the entry keeps the type, so that the identity is not reused while it lasts)."""
-    known = _RESULTS.get(id(default))
-    if known is not None and known[0] is default:
+    that is not generic (:mod:`spmd_mypy.identity`)."""
+    known = _RESULTS.get(default)
+    if known is not None:
         return known[1]
-    facts = (contains_tensor(default), _is_any(default))
-    if len(_RESULTS) >= _RESULTS_MAX:
-        _RESULTS.clear()
-    _RESULTS[id(default)] = (default, facts)
-    return facts
+    return _RESULTS.put(default, (contains_tensor(default), _is_any(default)))
 
 
-_RESULTS: Final[dict[int, tuple[Type, tuple[bool, bool]]]] = {}
-_RESULTS_MAX: Final = 4096
+_RESULTS: Final[IdentityMemo[Type, tuple[bool, bool]]] = IdentityMemo(4096)
 
 
 def remembered(key: OpKey | None) -> _Found | None:

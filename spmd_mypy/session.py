@@ -9,6 +9,7 @@ from mypy.nodes import Context, MypyFile, SymbolTableNode
 from mypy.types import FunctionLike, Type
 
 from spmd_mypy.config import PluginOptions
+from spmd_mypy.identity import IdentityMemo
 
 if TYPE_CHECKING:
     from spmd_mypy.callables import Answer
@@ -67,7 +68,7 @@ class Session:
         self.files: dict[str, FileFacts] = {}
         self.flag_tables: dict[str, FlagTable] = {}
         self.mismatch_filter: object | None = None
-        self.typed_results: dict[tuple[object, ...], tuple[Type, Type]] = {}
+        self.typed_results: IdentityMemo[Type, dict[tuple[object, ...], Type]] = IdentityMemo(4096)
 
     def forget_callables(self) -> None:
         """Drop what is known about callables, and the typed results: a module was (re)parsed, and may have

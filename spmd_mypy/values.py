@@ -54,6 +54,7 @@ from spmd_mypy.axes import int_literal
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.fullnames import CONSTANTS, FLOAT, INFINITIES, NUMBERS, SEQUENCES, STR
+from spmd_mypy.identity import IdentityMemo
 from spmd_mypy.numbers import NumberReader
 from spmd_mypy.session import Session
 from spmd_mypy.size_one import settle
@@ -222,18 +223,17 @@ def _numbered(reading: tuple[object, ...]) -> int:
     return number
 
 
-_TENSOR_KEYS: Final[dict[int, tuple[Type, int]]] = {}
-"""Each tensor type's part of a key, by the identity of the type: mypy gives every expression a value flows
-to the same type object (a parameter's at each use, an op's result, built once by :class:`Encoder`), and
-never changes one.  The entry keeps its type, so that the identity is not reused while the entry lasts."""
-_TENSOR_KEYS_MAX: Final = 8192
+_TENSOR_KEYS: Final[IdentityMemo[Type, int]] = IdentityMemo(8192)
+"""Each tensor type's part of a key, by the type (:mod:`spmd_mypy.identity`): mypy gives every expression a
+value flows to the same type object (a parameter's at each use, an op's result, built once by
+:class:`Encoder`)."""
 
 
 def _value_key(typ: Type, expr: Expression | None) -> int | None:
     """The number of what one argument reads as, for :func:`arguments_key`; ``None`` where that takes the
     full reading."""
-    known = _TENSOR_KEYS.get(id(typ))
-    if known is not None and known[0] is typ:
+    known = _TENSOR_KEYS.get(typ)
+    if known is not None:
         return known[1]
     proper = get_proper_type(typ)
     facts = _literal_facts(proper, expr)
@@ -253,11 +253,8 @@ def _read_key(typ: Type, proper: ProperType, expr: Expression | None) -> int | N
     """:func:`_value_key` read in full, for an argument of type ``typ`` (``proper``, expanded)."""
     if isinstance(proper, Instance) and is_tensor(proper):
         # No literal types as a tensor: literal_value() is NOT_KNOWN for every tensor expression.
-        key = _numbered((_TENSOR, Encoder.read(proper), Encoder.rank(proper), Encoder.orders(proper)))
-        if len(_TENSOR_KEYS) >= _TENSOR_KEYS_MAX:
-            _TENSOR_KEYS.clear()
-        _TENSOR_KEYS[id(typ)] = (typ, key)
-        return key
+        return _TENSOR_KEYS.put(typ, _numbered((_TENSOR, Encoder.read(proper), Encoder.rank(proper),
+                                                Encoder.orders(proper))))
     if not _read_as_constant(expr) or isinstance(proper, TupleType) or (
             isinstance(proper, Instance) and proper.type.fullname in SEQUENCES):
         return None
@@ -471,23 +468,17 @@ def typed_result(session: Session, api: CheckerPluginInterface, default: Type, s
 
     A model gives the same few SPMD types to results of the same few mypy types at
     thousands of calls; mypy shares a type among the expressions it flows to and
-    never changes one, so the typed result is shared too.  The entry keeps
-    ``default``, so that its identity is not reused while the entry lasts; the
-    session drops them all when a module is (re)parsed (the stubs' SPMD classes
-    among them).
+    never changes one, so the typed result is shared too (:mod:`spmd_mypy.identity`);
+    the session drops them all when a module is (re)parsed (the stubs' SPMD
+    classes among them).
     """
-    key = (id(default), spmd, rank, orders, api.options.allow_redefinition)
-    known = session.typed_results.get(key)
-    if known is not None and known[0] is default:
-        return known[1]
-    typed = with_result(Encoder.for_checker(session, api), default, spmd, rank, orders)
-    if len(session.typed_results) >= _TYPED_RESULTS_MAX:
-        session.typed_results.clear()
-    session.typed_results[key] = (default, typed)
+    known = session.typed_results.get(default)
+    by_result = known[1] if known is not None else session.typed_results.put(default, {})
+    key = (spmd, rank, orders, api.options.allow_redefinition)
+    typed = by_result.get(key)
+    if typed is None:
+        typed = by_result[key] = with_result(Encoder.for_checker(session, api), default, spmd, rank, orders)
     return typed
-
-
-_TYPED_RESULTS_MAX: Final = 8192
 
 
 def with_result(encoder: Encoder, default: Type, spmd: SpmdType, rank: int | None = None,
