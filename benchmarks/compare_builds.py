@@ -6,7 +6,8 @@
 
 Each version is a commit (``git archive`` of the plugin, the rule core and the
 stubs) or ``WORKTREE`` (the checkout as it is), optionally compiled with mypyc
-(:mod:`tools.compiled`).  The workload is ``plugin_cost.py``'s generated model
+(:mod:`tools.compiled`; each version compiles the modules its own
+``tools/compiled.py`` lists).  The workload is ``plugin_cost.py``'s generated model
 in its "cold, torch cached" mode: every run starts from a copy of a cache in
 which that version checked the model's imports, so only the model's own
 modules are analysed, which is where the plugin's cost is.  Plain mypy runs
