@@ -7,10 +7,11 @@ order they are written: ``None`` when the name is not the plugin's (other
 plugins and plain code are untouched), otherwise the handler that checks it,
 such as :func:`spmd_mypy.ops.check_function` for a torch function.  What the
 routing tables answer depends on the name alone; a user callable's hook
-depends on what it declares (:mod:`spmd_mypy.callables`).  Either is
-remembered per question and name, the latter with the answer it was built
-from, and holds while that answer is current: a known name costs a dict
-lookup and two identity tests, at every call site.
+depends on what it declares (:mod:`spmd_mypy.callables`), and so does whether
+a torch callable needs its signature widened.  Either is remembered per
+question and name, the latter with the answer it was built from, and holds
+while that answer is current: a known name costs a dict lookup and two
+identity tests, at every call site.
 
 A handler of a call or an attribute reads the expression, applies the rule
 core and returns a :class:`~spmd_mypy.verdict.Verdict`; :func:`finish` does
@@ -266,7 +267,12 @@ class Router:
         else:
             constructor = (declared,)
         signatures = [part.typed.type if part.typed is not None else None for part in constructor]
-        if all(isinstance(signature, FunctionLike) and not ops.widens(signature) for signature in signatures):
+        try:
+            takes_no_list = all(isinstance(signature, FunctionLike) and not ops.widens(signature)
+                                for signature in signatures)
+        except Exception:  # the plugin must never crash mypy: the hook then decides at each call
+            takes_no_list = False
+        if takes_no_list:
             return self._decided(self._function_signatures, fullname, basis, None)
         return self._decided(self._function_signatures, fullname, None, self._signatures(ops.widen_tensor_lists))
 
