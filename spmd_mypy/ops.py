@@ -66,6 +66,7 @@ from spmd_types.typesystem import (
     SpmdType,
     Violation,
     apply_op,
+    bounded_put,
     check_fits,
     check_partial_output,
     display_name,
@@ -467,9 +468,7 @@ def remembered(key: OpKey | None) -> _Found | None:
 def remember(key: OpKey | None, verdict: Verdict) -> Verdict:
     """``verdict``, remembered under ``key`` where it reports nothing (a report is made at its own place)."""
     if key is not None and not verdict.reports:
-        if len(_OPS) >= _OPS_MAX:
-            _OPS.clear()
-        _OPS[key] = _Found(verdict.result, verdict.rank, verdict.orders, verdict.fit)
+        bounded_put(_OPS, key, _Found(verdict.result, verdict.rank, verdict.orders, verdict.fit), _OPS_MAX)
     return verdict
 
 
