@@ -16,9 +16,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, cast
 
 from mypy import subtypes
 from mypy.checker import TypeChecker
@@ -191,7 +191,6 @@ def checked_file(api: CheckerPluginInterface) -> MypyFile | None:
     return tree if isinstance(tree, MypyFile) else None
 
 
-@dataclass
 class Scope:
     """The module's top level or one function, with the statements that are its own.
 
@@ -199,14 +198,26 @@ class Scope:
     line), ``body`` its statements as written, ``function`` the function
     (``None``: the module), and ``statements`` every statement in it, nested ones
     and their blocks included, but not those of the functions in it, which are
-    scopes of their own.
+    scopes of their own.  The statements that facts are read from are also
+    sorted by class as the walk meets them (``assignments``, ``returns``, ...),
+    each list in the order of ``statements``: a fact reads only the statements
+    it is about, instead of testing the class of every statement again.
     """
 
-    first: int
-    last: int
-    body: list[Statement]
-    function: FuncDef | None
-    statements: list[Node] = field(default_factory=list)
+    def __init__(self, first: int, last: int, body: list[Statement], function: FuncDef | None) -> None:
+        self.first = first
+        self.last = last
+        self.body = body
+        self.function = function
+        self.statements: list[Node] = []
+        self.assignments: list[AssignmentStmt] = []
+        self.operator_assignments: list[OperatorAssignmentStmt] = []
+        self.expression_statements: list[ExpressionStmt] = []
+        self.returns: list[ReturnStmt] = []
+        self.withs: list[WithStmt] = []
+        self.decorators: list[Decorator] = []
+        self.classes: list[ClassDef] = []
+        self.blocks: list[Block] = []
 
 
 def file_scopes(tree: MypyFile) -> list[Scope]:
@@ -228,15 +239,32 @@ def _collect(nodes: Sequence[Node], scope: Scope, scopes: list[Scope]) -> None:
     """Add ``nodes`` and the statements nested in them to ``scope``, and each function among them to
     ``scopes``, as a scope of its own holding its body."""
     for node in reversed(nodes):
-        if isinstance(node, FuncDef):
-            inner = Scope(node.line, node.end_line or node.line, node.body.body, node)
+        kind, names = _kind_of(type(node))
+        if kind == _FUNCTION:
+            function = cast(FuncDef, node)
+            inner = Scope(function.line, function.end_line or function.line, function.body.body, function)
             scopes.append(inner)
-            _collect(node.body.body, inner, scopes)
-        else:
-            scope.statements.append(node)
-            nested = _nested_statements(node)
-            if nested:
-                _collect(nested, scope, scopes)
+            _collect(function.body.body, inner, scopes)
+            continue
+        scope.statements.append(node)
+        if kind == _ASSIGNMENT:
+            scope.assignments.append(cast(AssignmentStmt, node))
+        elif kind == _BLOCK:
+            scope.blocks.append(cast(Block, node))
+        elif kind == _EXPRESSION_STATEMENT:
+            scope.expression_statements.append(cast(ExpressionStmt, node))
+        elif kind == _RETURN:
+            scope.returns.append(cast(ReturnStmt, node))
+        elif kind == _OPERATOR_ASSIGNMENT:
+            scope.operator_assignments.append(cast(OperatorAssignmentStmt, node))
+        elif kind == _WITH:
+            scope.withs.append(cast(WithStmt, node))
+        elif kind == _DECORATOR:
+            scope.decorators.append(cast(Decorator, node))
+        elif kind == _CLASS:
+            scope.classes.append(cast(ClassDef, node))
+        if names:
+            _collect(_children(node, names), scope, scopes)
 
 
 def inferred_assignments(scopes: list[Scope], parameters: bool) -> set[Expression]:
@@ -254,10 +282,8 @@ def inferred_assignments(scopes: list[Scope], parameters: bool) -> set[Expressio
         # references to them.
         names = frozenset(argument.variable.name for argument in scope.function.arguments) \
             if parameters and scope.function is not None else frozenset()
-        for node in scope.statements:
-            if isinstance(node, AssignmentStmt) and node.type is None and all(
-                _names_inferred(target, names) for target in node.lvalues
-            ):
+        for node in scope.assignments:
+            if node.type is None and all(_names_inferred(target, names) for target in node.lvalues):
                 found.add(node.rvalue)
                 if isinstance(node.rvalue, (TupleExpr, ListExpr)):  # a, b = x, y: each value goes to a name
                     found.update(node.rvalue.items)
@@ -267,10 +293,11 @@ def inferred_assignments(scopes: list[Scope], parameters: bool) -> set[Expressio
 def _names_inferred(target: Expression, parameters: frozenset[str]) -> bool:
     """Whether assignment target ``target`` names only variables whose type mypy infers, or ``parameters``
     (``a``, and ``a, b`` of a tuple unpacking)."""
+    if isinstance(target, NameExpr):  # the common case first
+        return isinstance(target.node, Var) and (target.node.is_inferred or target.name in parameters)
     if isinstance(target, (TupleExpr, ListExpr)):
         return all(_names_inferred(item, parameters) for item in target.items)
-    return (isinstance(target, NameExpr) and isinstance(target.node, Var)
-            and (target.node.is_inferred or target.name in parameters))
+    return False
 
 
 # The methods of a custom autograd Function, which run without recording a graph.
@@ -283,12 +310,14 @@ def without_autograd_spans(tree: MypyFile, scopes: list[Scope]) -> list[tuple[in
     called only from there (:func:`_helpers_without_autograd`).  ``scopes`` are the file's (:func:`file_scopes`)."""
     spans: list[tuple[int, int]] = []
     for scope in scopes:
-        for node in scope.statements:
-            if isinstance(node, WithStmt) and any(_is_no_grad(expr) for expr in node.expr):
-                spans.append((node.body.line, node.body.end_line or node.body.line))
-            elif isinstance(node, Decorator) and any(_is_no_grad(expr) for expr in node.decorators):
-                spans.append((node.func.line, node.func.end_line or node.func.line))
-            elif isinstance(node, ClassDef) and node.info.has_base(AUTOGRAD_FUNCTION):
+        for with_node in scope.withs:
+            if any(_is_no_grad(expr) for expr in with_node.expr):
+                spans.append((with_node.body.line, with_node.body.end_line or with_node.body.line))
+        for decorated in scope.decorators:
+            if any(_is_no_grad(expr) for expr in decorated.decorators):
+                spans.append((decorated.func.line, decorated.func.end_line or decorated.func.line))
+        for node in scope.classes:
+            if node.info.has_base(AUTOGRAD_FUNCTION):
                 for method in node.defs.body:
                     function = method.func if isinstance(method, Decorator) else method
                     if isinstance(function, FuncDef) and function.name in _FUNCTION_METHODS:
@@ -330,17 +359,15 @@ def _helpers_without_autograd(tree: MypyFile, scopes: list[Scope],
 
 def decorated_spans(scopes: list[Scope], decorators: frozenset[str]) -> list[tuple[int, int]]:
     """The line spans of the functions (and methods) decorated with one of ``decorators`` (full names)."""
-    return [(node.func.line, node.func.end_line or node.func.line) for scope in scopes for node in scope.statements
-            if isinstance(node, Decorator) and any(isinstance(expr, RefExpr) and expr.fullname in decorators
-                                                   for expr in node.decorators)]
+    return [(node.func.line, node.func.end_line or node.func.line) for scope in scopes for node in scope.decorators
+            if any(isinstance(expr, RefExpr) and expr.fullname in decorators for expr in node.decorators)]
 
 
 def called_decorator_spans(scopes: list[Scope], decorators: frozenset[str]) -> list[tuple[int, int, CallExpr]]:
     """The line spans of the functions decorated with a call of one of ``decorators`` (full names), each with
     that call (``@local_region("tp", ...)``)."""
     return [(node.func.line, node.func.end_line or node.func.line, expr)
-            for scope in scopes for node in scope.statements if isinstance(node, Decorator)
-            for expr in node.decorators
+            for scope in scopes for node in scope.decorators for expr in node.decorators
             if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in decorators]
 
 
@@ -354,15 +381,14 @@ def buffers_written_in_place(scopes: list[Scope]) -> set[Expression]:
     """
     found: set[Expression] = set()
     for scope in scopes:
-        written: set[str] = set()
-        assigned: list[tuple[str, Expression]] = []
-        for node in scope.statements:
-            written.update(_written_names(node))
-            if isinstance(node, AssignmentStmt) and node.type is None and len(node.lvalues) == 1:
+        written = _written_names(scope)
+        if not written:
+            continue
+        for node in scope.assignments:
+            if node.type is None and len(node.lvalues) == 1:
                 target = node.lvalues[0]
-                if isinstance(target, NameExpr) and isinstance(node.rvalue, CallExpr):
-                    assigned.append((target.name, node.rvalue))
-        found.update(value for name, value in assigned if name in written)
+                if isinstance(target, NameExpr) and target.name in written and isinstance(node.rvalue, CallExpr):
+                    found.add(node.rvalue)
     return found
 
 
@@ -379,8 +405,8 @@ def name_assignments(scopes: list[Scope]) -> dict[str, list[Assignment]]:
     found: dict[str, list[Assignment]] = {}
     for scope in scopes:
         first, last = scope.first, scope.last
-        for node in scope.statements:
-            if not isinstance(node, AssignmentStmt) or len(node.lvalues) != 1:
+        for node in scope.assignments:
+            if len(node.lvalues) != 1:
                 continue
             target = node.lvalues[0]
             if isinstance(target, NameExpr):
@@ -400,18 +426,14 @@ def attribute_assignments(scopes: list[Scope]) -> dict[str, list[tuple[int, int,
     found: dict[str, list[tuple[int, int, Expression]]] = {}
     methods = {scope.function: scope for scope in scopes if scope.function is not None and scope.function.arguments}
     for scope in scopes:
-        for node in scope.statements:
-            if not isinstance(node, ClassDef):
-                continue
+        for node in scope.classes:
             first, last = node.line, node.end_line or node.line
             for item in node.defs.body:
                 function = item.func if isinstance(item, Decorator) else item
                 if not isinstance(function, FuncDef) or function not in methods:
                     continue
                 receiver = function.arguments[0].variable.name
-                for statement in methods[function].statements:
-                    if not isinstance(statement, AssignmentStmt):
-                        continue
+                for statement in methods[function].assignments:
                     for target in statement.lvalues:
                         if (isinstance(target, MemberExpr) and isinstance(target.expr, NameExpr)
                                 and target.expr.name == receiver):
@@ -454,25 +476,32 @@ def _scope_statements(body: list[Statement]) -> Iterator[Node]:
             pending.extend(_nested_statements(node))
 
 
-def _written_names(node: Node) -> Iterator[str]:
-    """The variables statement ``node`` writes in place (not counting a re-binding)."""
-    if isinstance(node, AssignmentStmt):
-        for target in node.lvalues:
+def _written_names(scope: Scope) -> set[str]:
+    """The variables that the statements of ``scope`` write in place (not counting a re-binding)."""
+    written: set[str] = set()
+    for assignment in scope.assignments:
+        for target in assignment.lvalues:
+            if isinstance(target, NameExpr):
+                continue  # a re-binding, the common case
             while isinstance(target, (IndexExpr, MemberExpr)):  # buf[i] = c, buf[i][j] = c, buf.data = c
                 target = target.base if isinstance(target, IndexExpr) else target.expr
                 if isinstance(target, NameExpr):
-                    yield target.name
-    elif isinstance(node, OperatorAssignmentStmt) and isinstance(node.lvalue, NameExpr):
-        yield node.lvalue.name  # buf += x
-    elif isinstance(node, ExpressionStmt) and isinstance(node.expr, CallExpr):
-        call = node.expr
+                    written.add(target.name)
+    for operator in scope.operator_assignments:
+        if isinstance(operator.lvalue, NameExpr):
+            written.add(operator.lvalue.name)  # buf += x
+    for statement in scope.expression_statements:
+        call = statement.expr
+        if not isinstance(call, CallExpr):
+            continue
         callee = call.callee
         if (isinstance(callee, MemberExpr) and isinstance(callee.expr, NameExpr) and callee.name.endswith("_")
                 and not callee.name.startswith("__")):
-            yield callee.expr.name  # buf.add_(x), buf.fill_(c), buf.copy_(y), buf.index_add_(...)
+            written.add(callee.expr.name)  # buf.add_(x), buf.fill_(c), buf.copy_(y), buf.index_add_(...)
         for name, arg in zip(call.arg_names, call.args):
             if name == "out" and isinstance(arg, NameExpr):
-                yield arg.name
+                written.add(arg.name)
+    return written
 
 
 def returned_values(scopes: list[Scope]) -> set[Expression]:
@@ -483,8 +512,7 @@ def returned_values(scopes: list[Scope]) -> set[Expression]:
     reports nothing (``infer_context_dependent``); a hook that knows the
     expression is returned can still check it then.
     """
-    pending = [node.expr for scope in scopes for node in scope.statements
-               if isinstance(node, ReturnStmt) and node.expr is not None]
+    pending = [node.expr for scope in scopes for node in scope.returns if node.expr is not None]
     returned: set[Expression] = set()
     while pending:
         value = pending.pop()
@@ -580,23 +608,48 @@ def _is_no_grad(expr: Expression) -> bool:
 _NESTED: Final = ("defs", "body", "else_body", "finally_body", "handlers", "bodies", "func", "items", "impl")
 
 
-# Which of those attributes each class of node has (none for expressions and simple statements):
-# the walks visit every statement of every checked file, so the question is answered once per class.
-_NESTED_IN: Final[dict[type, tuple[str, ...]]] = {}
+# The classes of statement that the walk sorts (:class:`Scope`), by number; any other class is _OTHER.
+# (Final, so that the compiled build has them as constants, not names looked up at every statement.)
+_FUNCTION: Final = 0
+_ASSIGNMENT: Final = 1
+_BLOCK: Final = 2
+_EXPRESSION_STATEMENT: Final = 3
+_RETURN: Final = 4
+_OPERATOR_ASSIGNMENT: Final = 5
+_WITH: Final = 6
+_DECORATOR: Final = 7
+_CLASS: Final = 8
+_OTHER: Final = 9
+_SORTED: Final = (FuncDef, AssignmentStmt, Block, ExpressionStmt, ReturnStmt, OperatorAssignmentStmt, WithStmt,
+                  Decorator, ClassDef)
+
+
+# Each class of node's number and which of the _NESTED attributes it has (none for expressions and simple
+# statements): the walks visit every statement of every checked file, so both are found once per class.
+_KINDS: Final[dict[type, tuple[int, tuple[str, ...]]]] = {}
+
+
+def _kind_of(kind: type) -> tuple[int, tuple[str, ...]]:
+    known = _KINDS.get(kind)
+    if known is None:
+        holds = issubclass(kind, Statement)
+        number = next((k for k, sorted_kind in enumerate(_SORTED) if issubclass(kind, sorted_kind)), _OTHER)
+        known = _KINDS[kind] = (number, tuple(name for name in _NESTED if holds and hasattr(kind, name)))
+    return known
 
 
 def _nested_statements(node: Node) -> list[Node]:
-    kind = type(node)
-    names = _NESTED_IN.get(kind)
-    if names is None:
-        holds = issubclass(kind, (Statement, Block))
-        names = _NESTED_IN[kind] = tuple(name for name in _NESTED if holds and hasattr(kind, name))
+    return _children(node, _kind_of(type(node))[1])
+
+
+def _children(node: Node, names: tuple[str, ...]) -> list[Node]:
+    """The statements that ``node`` holds in its attributes ``names``."""
     found: list[Node] = []
     for name in names:
         child = getattr(node, name, None)
         if isinstance(child, list):
-            found.extend(item for item in child if isinstance(item, (Statement, Block)))
-        elif isinstance(child, (Statement, Block)):
+            found.extend(item for item in child if isinstance(item, Statement))
+        elif isinstance(child, Statement):
             found.append(child)
     return found
 
@@ -616,14 +669,14 @@ def size_one_spans(scopes: list[Scope], axis_of: SizeOfAxis, one_when: Callable[
     its ``else``.  When the other branch always leaves (``return``,
     ``raise``), the statements after the ``if`` are guarded too.
     """
-    spans = []
+    spans: list[tuple[int, int, str]] = []
     for scope in scopes:
         values: dict[str, Expression] = {}
-        for node in scope.statements:
-            if isinstance(node, AssignmentStmt) and len(node.lvalues) == 1 and isinstance(node.lvalues[0], NameExpr):
-                name = node.lvalues[0].name
-                values[name] = node.rvalue if name not in values else TempNode(AnyType(TypeOfAny.special_form))
-        blocks = [scope.body, *(node.body for node in scope.statements if isinstance(node, Block))]
+        for assignment in scope.assignments:
+            if len(assignment.lvalues) == 1 and isinstance(assignment.lvalues[0], NameExpr):
+                name = assignment.lvalues[0].name
+                values[name] = assignment.rvalue if name not in values else TempNode(AnyType(TypeOfAny.special_form))
+        blocks = [scope.body, *(node.body for node in scope.blocks)]
         for statements in blocks:
             for index, node in enumerate(statements):
                 guarded = _guarded_branches(node, values, axis_of, one_when) if isinstance(node, IfStmt) else None

@@ -52,10 +52,14 @@ def _facts(session: Session, api: CheckerPluginInterface) -> FileFacts | None:
     tree = checked_file(api)
     if tree is None:
         return None
-    facts = session.files.get(tree.path)
     # The daemon merges a re-parsed module into its old tree object: new contents, same tree.
+    facts = session.checked_file
+    if facts is not None and facts.tree is tree and facts.defs is tree.defs:
+        return facts  # questions come in runs about one file: the one asked about last
+    facts = session.files.get(tree.path)
     if facts is None or facts.tree is not tree or facts.defs is not tree.defs:
         facts = session.files[tree.path] = FileFacts(tree, bool(api.options.allow_redefinition))
+    session.checked_file = facts
     return facts
 
 
@@ -120,7 +124,7 @@ def attribute_values(session: Session, api: CheckerPluginInterface, name: str, u
     statements = _statements(session, api)
     if statements is None:
         return []
-    found = [(first, value) for first, last, value in statements.attribute_assignments.get(name, ())
+    found = [(first, value) for first, last, value in statements.attribute_assignments().get(name, ())
              if first <= used.line <= last]
     innermost = max((first for first, _ in found), default=None)
     return [value for first, value in found if first == innermost]
@@ -130,8 +134,8 @@ def is_returned(session: Session, api: CheckerPluginInterface, value: Context) -
     """Whether ``value`` is the expression of a ``return`` statement."""
     statements = _statements(session, api)
     # By place as well: in mypy's copy of a method for a value of its class's type variable the nodes are copies.
-    return statements is not None and (value in statements.returned_values
-                                       or _place(value) in statements.returned_places)
+    return statements is not None and (value in statements.returned_values or (
+        value.line in statements.returned_lines and _place(value) in statements.returned_places))
 
 
 class Place(NamedTuple):
@@ -200,8 +204,8 @@ class StatementFacts:
 
     ``redefinable_parameters`` is mypy's ``allow_redefinition``
     (see :func:`assigned_to_inferred`).  The answers to :meth:`place` and
-    :func:`values_assigned` are remembered, and the size-one spans read when
-    first asked for (they need the session).
+    :func:`values_assigned` are remembered; the size-one spans (they need
+    the session) and the assignments to attributes are read when first asked for.
     """
 
     def __init__(self, tree: MypyFile, redefinable_parameters: bool) -> None:
@@ -215,13 +219,14 @@ class StatementFacts:
                              if (axes := region_axes(call)) is not None]
         self.buffers_written_in_place = buffers_written_in_place(self.scopes)
         self.name_assignments = name_assignments(self.scopes)
-        self.attribute_assignments = attribute_assignments(self.scopes)
         self.returned_values = returned_values(self.scopes)
         self.returned_places = {_place(value) for value in self.returned_values}
+        self.returned_lines = {line for line, _, _, _ in self.returned_places}  # most values asked about are on none
         self.inferred_assignments = inferred_assignments(self.scopes, redefinable_parameters)
         self.values_assigned: dict[tuple[str, int], list[Expression]] = {}  # see values_assigned()
         self._places: dict[int, Place] = {}
         self._size_one: list[tuple[int, int, str]] | None = None
+        self._attributes: dict[str, list[tuple[int, int, Expression]]] | None = None
 
     def place(self, line: int) -> Place:
         """The facts of the place at ``line``; one constant in a file without spans that change them."""
@@ -235,6 +240,12 @@ class StatementFacts:
                 global_mode=bool(regions) or any(first <= line <= last for first, last in self.global_spans),
                 local_axes=frozenset(axis for axes in regions for axis in axes))
         return found
+
+    def attribute_assignments(self) -> dict[str, list[tuple[int, int, Expression]]]:
+        """Every ``self.name = value`` of the file, by name (see :func:`spmd_mypy.compat.attribute_assignments`)."""
+        if self._attributes is None:
+            self._attributes = attribute_assignments(self.scopes)
+        return self._attributes
 
     def size_one_axes(self, session: Session, line: int) -> frozenset[str]:
         """The axes that code at ``line`` runs with one rank on."""

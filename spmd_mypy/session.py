@@ -47,7 +47,8 @@ class Session:
     * ``stubs_warned``: per module, the annotation told that the ``spmd_types``
       stubs are missing (:mod:`spmd_mypy.annotations`);
     * ``files``: what is known about each checked file, by path, while mypy
-      keeps the same parse of it (:mod:`spmd_mypy.files`);
+      keeps the same parse of it (:mod:`spmd_mypy.files`), and ``checked_file``
+      the one of them asked about last;
     * ``flag_tables``: per class, which constructor overload sets which
       configuration flag (:mod:`spmd_mypy.flags`), while the class keeps its
       constructor;
@@ -66,6 +67,7 @@ class Session:
         self.relaxed: dict[Context, FunctionLike | None] = {}
         self.stubs_warned: StubsWarned = {}
         self.files: dict[str, FileFacts] = {}
+        self.checked_file: FileFacts | None = None
         self.flag_tables: dict[str, FlagTable] = {}
         self.mismatch_filter: object | None = None
         self.typed_results: IdentityMemo[Type, dict[tuple[object, ...], Type]] = IdentityMemo(4096)
