@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -191,7 +191,6 @@ def checked_file(api: CheckerPluginInterface) -> MypyFile | None:
     return tree if isinstance(tree, MypyFile) else None
 
 
-@dataclass
 class Scope:
     """The module's top level or one function, with the statements that are its own.
 
@@ -199,14 +198,18 @@ class Scope:
     line), ``body`` its statements as written, ``function`` the function
     (``None``: the module), and ``statements`` every statement in it, nested ones
     and their blocks included, but not those of the functions in it, which are
-    scopes of their own.
+    scopes of their own (empty when made).
+
+    A plain class, not a dataclass, whose ``__init__`` would run as Python even in
+    the compiled build (one per function of every file checked).
     """
 
-    first: int
-    last: int
-    body: list[Statement]
-    function: FuncDef | None
-    statements: list[Node] = field(default_factory=list)
+    def __init__(self, first: int, last: int, body: list[Statement], function: FuncDef | None) -> None:
+        self.first = first
+        self.last = last
+        self.body = body
+        self.function = function
+        self.statements: list[Node] = []
 
 
 def file_scopes(tree: MypyFile) -> list[Scope]:

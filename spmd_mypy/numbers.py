@@ -20,7 +20,7 @@ tensor op.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 from mypy.nodes import (
@@ -85,15 +85,19 @@ class Problem:
     where: str
 
 
-@dataclass
 class NumberReader:
-    """Reads the SPMD types of the numbers of one call, in the module and function being checked."""
+    """Reads the SPMD types of the numbers of one call, in the module and function being checked.
 
-    session: Session
-    api: CheckerPluginInterface
-    context: Context
-    problems: list[Problem] = field(default_factory=list)
-    _visiting: set[Var | str] = field(default_factory=set)  # variables, and attributes by name
+    A plain class, not a dataclass, whose ``__init__`` would run as Python even in the compiled build (one per
+    call checked).
+    """
+
+    def __init__(self, session: Session, api: CheckerPluginInterface, context: Context) -> None:
+        self.session = session
+        self.api = api
+        self.context = context
+        self.problems: list[Problem] = []
+        self._visiting: set[Var | str] = set()  # variables, and attributes by name
 
     def read(self, expr: Expression | None) -> SpmdType | None:
         """The SPMD type of number ``expr``, where it is not a constant every rank shares; else ``None``."""
