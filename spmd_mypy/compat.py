@@ -534,15 +534,19 @@ def subexpressions(node: Node) -> list[Expression]:
     return get_subexpressions(node)
 
 
-@dataclass
 class TypedRun:
     """What one mypy run found: its output lines and exit status, the trees of the files it was given and the
-    type of every expression in them."""
+    type of every expression in them.
 
-    output: list[str]
-    status: int
-    trees: dict[str, MypyFile]
-    types: dict[Expression, Type]
+    A plain class: a dataclass costs an ``exec`` of each generated method when this module is imported, which
+    every checking run does."""
+
+    def __init__(self, output: list[str], status: int, trees: dict[str, MypyFile], types: dict[Expression, Type]
+                 ) -> None:
+        self.output = output
+        self.status = status
+        self.trees = trees
+        self.types = types
 
 
 def check_with_types(args: list[str]) -> TypedRun:

@@ -20,7 +20,6 @@ tensor op.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
 from mypy.nodes import (
@@ -76,13 +75,16 @@ _COUNTS: Final = frozenset({"numel", "nelement"})
 _WEAK: Final = SpmdType(default=WEAK)
 
 
-@dataclass(frozen=True)
 class Problem:
-    """Violations found in a number's own computation: at ``at``, in the operation spelled ``where``."""
+    """Violations found in a number's own computation: at ``at``, in the operation spelled ``where``.
 
-    violations: tuple[Violation, ...]
-    at: Context
-    where: str
+    A plain class, as :class:`NumberReader` is: a dataclass costs an ``exec`` of each generated method at import.
+    """
+
+    def __init__(self, violations: tuple[Violation, ...], at: Context, where: str) -> None:
+        self.violations = violations
+        self.at = at
+        self.where = where
 
 
 class NumberReader:
