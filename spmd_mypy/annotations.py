@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import partial
-from typing import Final, NamedTuple, TypeVar
+from typing import Final, NamedTuple
 
 from mypy.plugin import AnalyzeTypeContext
 from mypy.types import (
@@ -61,6 +61,7 @@ from spmd_types.typesystem import (
     PartitionSpec,
     SpmdType,
     axis_types_marker,
+    bounded_put,
     markers_from_text,
     replicated_elsewhere,
     shard_marker,
@@ -69,9 +70,6 @@ from spmd_types.typesystem import (
 )
 
 __all__ = ["analyze"]
-
-_K = TypeVar("_K")
-_V = TypeVar("_V")
 
 
 class _Bad(Exception):
@@ -87,12 +85,6 @@ _MARKERS: Final[dict[tuple[object, ...], AxisTypes]] = {}
 _FROM_TEXT: Final[dict[str, tuple[AxisTypes, ...]]] = {}
 _COMBINED: Final[dict[tuple[AxisTypes | PartitionSpec, ...], SpmdType]] = {}
 _REMEMBERED_MAX: Final = 4096
-
-
-def _remember(memo: dict[_K, _V], key: _K, value: _V) -> None:
-    if len(memo) >= _REMEMBERED_MAX:
-        memo.clear()
-    memo[key] = value
 
 
 class _Declared(NamedTuple):
@@ -134,7 +126,7 @@ def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> T
         if axes_or_type is None:
             return base  # nothing of the plugin's (read each time, as are mistakes)
         if key is not None:
-            _remember(_READINGS, key, axes_or_type)
+            bounded_put(_READINGS, key, axes_or_type, _REMEMBERED_MAX)
     encoder = Encoder(session.modules, partial(ctx.api.named_type, STR, []))
     if isinstance(axes_or_type, _Declared):
         if axes_or_type.respell:
@@ -284,7 +276,7 @@ def _from_text(text: str) -> tuple[AxisTypes, ...]:
             found = tuple(markers_from_text(text))
         except AnnotationError as error:
             raise _Bad(str(error)) from None
-        _remember(_FROM_TEXT, text, found)
+        bounded_put(_FROM_TEXT, text, found, _REMEMBERED_MAX)
     return found
 
 
@@ -297,7 +289,7 @@ def _combined(markers: Sequence[AxisTypes | PartitionSpec]) -> SpmdType | None:
         except AnnotationError as error:
             raise _Bad(str(error)) from None
         if found is not None:
-            _remember(_COMBINED, key, found)
+            bounded_put(_COMBINED, key, found, _REMEMBERED_MAX)
     return found
 
 
@@ -317,7 +309,7 @@ def _marker(item: UnboundType, fullname: str) -> AxisTypes:
     if found is None:
         found = _read_marker(item, fullname)
         if key is not None:
-            _remember(_MARKERS, key, found)
+            bounded_put(_MARKERS, key, found, _REMEMBERED_MAX)
     return found
 
 

@@ -41,7 +41,7 @@ class Answer:
     every distinct callable and attribute name mypy asks about.
     """
 
-    __slots__ = ("class_mro", "info", "node", "plain_result", "raw", "read", "seen", "signature", "typed")
+    __slots__ = ("class_mro", "info", "node", "parts", "plain_result", "raw", "read", "seen", "signature", "typed")
 
     def __init__(
         self,
@@ -54,6 +54,7 @@ class Answer:
         typed: Var | FuncBase | None = None,
         raw: object = None,
         seen: CallableType | None = None,
+        parts: tuple[Answer, ...] = (),
     ) -> None:
         self.class_mro: Final = class_mro  # the MRO of the class the method was resolved in
         self.info: Final = info
@@ -64,6 +65,7 @@ class Answer:
         self.typed: Final = typed  # the node whose ``type`` holds the signature (a decorator's variable)
         self.raw: Final = raw  # ``typed.type`` when read; :data:`_EXPANDED` for a type alias
         self.seen: Final = seen  # the signature as read, whatever kind of method the node is
+        self.parts: Final = parts  # other answers this one was read from (see :meth:`joint`)
 
     @staticmethod
     def of(info: TypeInfo | None, node: object, *, generic_in_tensors: bool = False) -> Answer:
@@ -83,10 +85,15 @@ class Answer:
         return Answer(info.mro if info is not None else None, info, node, read, read if spmd else None, plain,
                       typed, _EXPANDED if isinstance(raw, TypeAliasType) else raw, seen)
 
+    @staticmethod
+    def joint(parts: tuple[Answer, ...]) -> Answer:
+        """An answer read from all of ``parts``, current while each of them is (it says nothing itself)."""
+        return Answer(None, None, None, None, None, parts=parts)
+
     @property
     def lasting(self) -> bool:
         """Whether the answer is current for as long as the module is not re-parsed: read from no class or type."""
-        return self.info is None and self.typed is None
+        return self.info is None and self.typed is None and all(part.lasting for part in self.parts)
 
     def is_current(self) -> bool:
         """Whether the class's MRO and the node's signature are the objects the answer was read from.
@@ -100,9 +107,9 @@ class Answer:
         if info is not None and info.mro is not self.class_mro:
             return False
         typed = self.typed
-        if typed is None or typed.type is self.raw:
-            return True
-        return signature_of(self.node) is self.seen
+        if typed is not None and typed.type is not self.raw and signature_of(self.node) is not self.seen:
+            return False
+        return not self.parts or all(part.is_current() for part in self.parts)
 
 
 _EXPANDED: Final = object()

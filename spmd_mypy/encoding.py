@@ -67,6 +67,7 @@ from spmd_types.typesystem import (
     Placements,
     Region,
     SpmdType,
+    bounded_put,
     local_type,
     merge_paths,
     parse,
@@ -227,17 +228,14 @@ class Encoder:
             declared_key = (info, spmd, kept, rank, orders)
             template = _DECLARED.get(declared_key)
             if template is None:
-                if len(_DECLARED) >= _COMPUTED_MAX:
-                    _DECLARED.clear()
-                template = _DECLARED[declared_key] = self._build(info, spmd, inferred, kept, rank, orders)
+                template = bounded_put(_DECLARED, declared_key, self._build(info, spmd, inferred, kept, rank, orders),
+                                       _COMPUTED_MAX)
             return template.copy_modified()
         # mypy shares a type among the expressions it flows to, never changing it; so can the plugin.
         key = (info, spmd, self._rebindable, kept, rank, orders)
         typed = _COMPUTED.get(key)
         if typed is None:
-            if len(_COMPUTED) >= _COMPUTED_MAX:
-                _COMPUTED.clear()
-            typed = _COMPUTED[key] = self._build(info, spmd, inferred, kept, rank, orders)
+            typed = bounded_put(_COMPUTED, key, self._build(info, spmd, inferred, kept, rank, orders), _COMPUTED_MAX)
         return typed
 
     def _build(self, info: TypeInfo, spmd: SpmdType, inferred: bool, kept: bool, rank: int | None,

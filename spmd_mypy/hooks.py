@@ -7,10 +7,11 @@ order they are written: ``None`` when the name is not the plugin's (other
 plugins and plain code are untouched), otherwise the handler that checks it,
 such as :func:`spmd_mypy.ops.check_function` for a torch function.  What the
 routing tables answer depends on the name alone; a user callable's hook
-depends on what it declares (:mod:`spmd_mypy.callables`).  Either is
-remembered per question and name, the latter with the answer it was built
-from, and holds while that answer is current: a known name costs a dict
-lookup and two identity tests, at every call site.
+depends on what it declares (:mod:`spmd_mypy.callables`), and so does whether
+a torch callable needs its signature widened.  Either is remembered per
+question and name, the latter with the answer it was built from, and holds
+while that answer is current: a known name costs a dict lookup and two
+identity tests, at every call site.
 
 A handler of a call or an attribute reads the expression, applies the rule
 core and returns a :class:`~spmd_mypy.verdict.Verdict`; :func:`finish` does
@@ -27,7 +28,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TypeAlias, TypeGuard, TypeVar
 
-from mypy.nodes import Context
+from mypy.nodes import Context, TypeInfo
 from mypy.plugin import (
     AnalyzeTypeContext,
     AttributeContext,
@@ -240,19 +241,40 @@ class Router:
         known = self._function_signatures.get(fullname)
         if _holds(known):
             return known[1]
-        if known is None:
-            routed = self._routed_function_signature_hook(fullname)
-            if routed is not None:
-                return self._decided(self._function_signatures, fullname, None, routed)
         declared = declared_function(self._session, fullname)
+        # torch.distributed's functions take tensor lists too (``dist.gather(x, bufs)``).
+        if public_function_name(fullname) is not None or fullname.startswith(TORCH_DISTRIBUTED):
+            return self._torch_signature_hook(fullname, declared)
         hook = self._signatures(boundaries.relax_function) if declared.signature is not None else None
         return self._decided(self._function_signatures, fullname, declared, hook)
 
-    def _routed_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
-        # torch.distributed's functions take tensor lists too (``dist.gather(x, bufs)``).
-        if public_function_name(fullname) is not None or fullname.startswith(TORCH_DISTRIBUTED):
-            return self._signatures(ops.widen_tensor_lists)
-        return None
+    def _torch_signature_hook(self, fullname: str, declared: Answer
+                              ) -> Callable[[FunctionSigContext], FunctionLike] | None:
+        """:func:`~spmd_mypy.ops.widen_tensor_lists`, for a torch callable that takes a list of tensors.
+
+        mypy applies a signature hook at every call, copying the signature's
+        parameters each time, though most torch callables take no list.  One
+        whose declared signatures take none gets no hook, for as long as they
+        are in place: a function's type, which mypy hands the hook, or a
+        class's ``__init__`` and ``__new__``, from which mypy builds its
+        constructor's.  Anything else (a name not found, a signature not read)
+        gets the hook, which widens what needs it.
+        """
+        basis = declared
+        if isinstance(declared.node, TypeInfo):
+            constructor = tuple(declared_method(self._session, fullname, method) for method in ("__init__", "__new__"))
+            basis = Answer.joint(constructor)
+        else:
+            constructor = (declared,)
+        signatures = [part.typed.type if part.typed is not None else None for part in constructor]
+        try:
+            takes_no_list = all(isinstance(signature, FunctionLike) and not ops.widens(signature)
+                                for signature in signatures)
+        except Exception:  # the plugin must never crash mypy: the hook then decides at each call
+            takes_no_list = False
+        if takes_no_list:
+            return self._decided(self._function_signatures, fullname, basis, None)
+        return self._decided(self._function_signatures, fullname, None, self._signatures(ops.widen_tensor_lists))
 
     # -- calls of methods ------------------------------------------------------------
 

@@ -6,12 +6,15 @@ call of it, the type an op's result was given) and does not change it, so a
 question about its structure has one answer per object.  Keying by ``id()``
 is far cheaper than hashing a type, which mypy does structurally.  An entry
 keeps its object, so that no other object can take the identity while the
-entry lasts; a memo that reaches its limit starts again empty.
+entry lasts; a memo is bounded as every memo of the checker is
+(:func:`~spmd_types.typesystem.bounded_put`).
 """
 
 from __future__ import annotations
 
 from typing import Generic, TypeVar
+
+from spmd_types.typesystem import bounded_put
 
 __all__ = ["IdentityMemo"]
 
@@ -33,9 +36,7 @@ class IdentityMemo(Generic[Keyed, Answer]):
 
     def put(self, key: Keyed, answer: Answer) -> Answer:
         """Remember ``answer`` for ``key``; returns ``answer``."""
-        if len(self._entries) >= self._limit:
-            self._entries.clear()
-        self._entries[id(key)] = (key, answer)
+        bounded_put(self._entries, id(key), (key, answer), self._limit)
         return answer
 
     def clear(self) -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Final, TypeAlias
+from typing import Final, TypeAlias, TypeGuard
 
 from mypy.nodes import (
     CallExpr,
@@ -31,7 +31,7 @@ from mypy.nodes import (
     UnaryExpr,
 )
 from mypy.plugin import AttributeContext, CheckerPluginInterface, FunctionContext, FunctionSigContext, MethodContext
-from mypy.types import AnyType, FunctionLike, Instance, TupleType, Type, UnionType, get_proper_type
+from mypy.types import AnyType, FunctionLike, Instance, ProperType, TupleType, Type, UnionType, get_proper_type
 
 from spmd_mypy import files, global_mode
 from spmd_mypy.axes import axis_name
@@ -65,6 +65,7 @@ from spmd_types.typesystem import (
     SpmdType,
     Violation,
     apply_op,
+    bounded_put,
     check_fits,
     check_partial_output,
     display_name,
@@ -88,6 +89,7 @@ __all__ = [
     "remembered",
     "torch_module_op",
     "widen_tensor_lists",
+    "widens",
 ]
 
 # Parameter names of operators whose arguments are not all called ``other``.
@@ -127,10 +129,31 @@ def _widen(ctx: FunctionSigContext, typ: Type) -> Type:
         if all(new is old for new, old in zip(items, proper.items)):
             return typ
         return UnionType.make_union(items, proper.line, proper.column)
-    if (isinstance(proper, Instance) and proper.type.fullname == LIST and proper.args
-            and contains_tensor(proper.args[0])):
+    if _is_tensor_list(proper):
         return ctx.api.named_generic_type(TYPING_SEQUENCE, list(proper.args))
     return typ
+
+
+def widens(signature: FunctionLike) -> bool:
+    """Whether :func:`widen_tensor_lists` can change ``signature``: a parameter of one of its items takes a
+    list of tensors (or a union with one).
+
+    The router asks this once per torch callable, so that mypy applies no
+    signature hook, at any call, to the many that take no such list.
+    """
+    return any(_takes_tensor_list(t) for item in signature.items for t in item.arg_types)
+
+
+def _takes_tensor_list(typ: Type) -> bool:
+    proper = get_proper_type(typ)
+    if isinstance(proper, UnionType):
+        return any(_takes_tensor_list(item) for item in proper.items)
+    return _is_tensor_list(proper)
+
+
+def _is_tensor_list(proper: ProperType) -> TypeGuard[Instance]:
+    return (isinstance(proper, Instance) and proper.type.fullname == LIST and bool(proper.args)
+            and contains_tensor(proper.args[0]))
 
 
 def check_function(session: Session, ctx: FunctionContext, name: str) -> Verdict:
@@ -469,9 +492,7 @@ def remembered(key: OpKey | None) -> _Found | None:
 def remember(key: OpKey | None, verdict: Verdict) -> Verdict:
     """``verdict``, remembered under ``key`` where it reports nothing (a report is made at its own place)."""
     if key is not None and not verdict.reports:
-        if len(_OPS) >= _OPS_MAX:
-            _OPS.clear()
-        _OPS[key] = _Found(verdict.result, verdict.rank, verdict.orders, verdict.fit)
+        bounded_put(_OPS, key, _Found(verdict.result, verdict.rank, verdict.orders, verdict.fit), _OPS_MAX)
     return verdict
 
 

@@ -69,6 +69,7 @@ from spmd_types.typesystem import (
     Shard,
     SpmdType,
     absorbed,
+    bounded_put,
     canonical_param,
     passed_literal,
 )
@@ -219,11 +220,7 @@ _NEXT: Final = itertools.count()
 def _numbered(reading: tuple[object, ...]) -> int:
     """The number of ``reading``, one argument's part of a key."""
     number = _NUMBERS.get(reading)
-    if number is None:
-        if len(_NUMBERS) >= _NUMBERS_MAX:
-            _NUMBERS.clear()
-        number = _NUMBERS[reading] = next(_NEXT)
-    return number
+    return number if number is not None else bounded_put(_NUMBERS, reading, next(_NEXT), _NUMBERS_MAX)
 
 
 _TENSOR_KEYS: Final[IdentityMemo[Type, int]] = IdentityMemo(8192)
@@ -245,9 +242,7 @@ def _value_key(typ: Type, expr: Expression | None) -> int | None:
         if number is None:
             number = _read_key(typ, proper, expr)
             if number is not None:
-                if len(_LITERAL_KEYS) >= _LITERAL_KEYS_MAX:
-                    _LITERAL_KEYS.clear()
-                _LITERAL_KEYS[facts] = number
+                bounded_put(_LITERAL_KEYS, facts, number, _LITERAL_KEYS_MAX)
         return number
     return _read_key(typ, proper, expr)
 

@@ -33,6 +33,7 @@ Where each rule is:
 * :mod:`.regions`: ``local_region``, a function local SPMD on chosen axes inside a global program;
 * :mod:`.local_map`: DTensor's ``local_map``, the types its placements give the function it wraps;
 * :mod:`.codes`: the error codes, one per class of mistake;
+* :mod:`.memo`: bounded memos, for the answers the checker asks again and again;
 * :mod:`.violations`: structured violations with fixes.
 """
 
@@ -143,6 +144,7 @@ if TYPE_CHECKING:
     from spmd_types.typesystem.local_types import shard_marker as shard_marker
     from spmd_types.typesystem.loss import AUTOGRAD_FUNCTIONS as AUTOGRAD_FUNCTIONS
     from spmd_types.typesystem.loss import check_backward as check_backward
+    from spmd_types.typesystem.memo import bounded_put as bounded_put
     from spmd_types.typesystem.numbers import NUMBER_OPERATORS as NUMBER_OPERATORS
     from spmd_types.typesystem.numbers import arithmetic as arithmetic
     from spmd_types.typesystem.numbers import element_count as element_count
@@ -271,6 +273,7 @@ _DEFINED_IN: dict[str, str] = {
         "local_types",
     ),
     **dict.fromkeys(("AUTOGRAD_FUNCTIONS", "check_backward",), "loss"),
+    "bounded_put": "memo",
     **dict.fromkeys(
         ("NUMBER_OPERATORS", "arithmetic", "element_count", "global_length", "length", "on_a_length", "rank_index",
          "read_out", "through_function"), "numbers"

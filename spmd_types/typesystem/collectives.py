@@ -32,6 +32,7 @@ from spmd_types.typesystem.local_types import (
     gradient_type,
     is_varying,
 )
+from spmd_types.typesystem.memo import bounded_put
 from spmd_types.typesystem.shard_dims import same_dim
 from spmd_types.typesystem.spmd_type import SpmdType
 from spmd_types.typesystem.violations import Code, Fix, Violation
@@ -297,11 +298,9 @@ def route(call: str, src: Endpoint, dst: Endpoint) -> tuple[Transition, ...] | N
     program makes the same few calls, and checking one (with the fixes it may offer) asks for several.
     """
     key = (call, src, dst)
-    if key not in _ROUTES:
-        if len(_ROUTES) >= _ROUTES_MAX:
-            _ROUTES.clear()
-        _ROUTES[key] = _route(call, src, dst)
-    return _ROUTES[key]
+    if key in _ROUTES:
+        return _ROUTES[key]
+    return bounded_put(_ROUTES, key, _route(call, src, dst), _ROUTES_MAX)
 
 
 _ROUTES: Final[dict[tuple[str, Endpoint, Endpoint], tuple[Transition, ...] | None]] = {}

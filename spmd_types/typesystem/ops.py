@@ -38,6 +38,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Final
 
+from spmd_types.typesystem.memo import bounded_put
+
 __all__ = [
     "BUILTIN_SUM",
     "MODULE_OPS",
@@ -500,9 +502,7 @@ def lookup(name: str) -> OpRule:
         rule = OPS.get(name, NONLINEAR)
         if _is_inplace(name) and not rule.inplace:
             rule = dataclasses.replace(rule, inplace=True)
-        if len(_RULES) >= _RULES_MAX:
-            _RULES.clear()
-        _RULES[name] = rule
+        bounded_put(_RULES, name, rule, _RULES_MAX)
     return rule
 
 

@@ -10,6 +10,7 @@ are built by hand, as mypy's semantic analyzer leaves them.
 from __future__ import annotations
 
 from mypy.nodes import (
+    ARG_POS,
     GDEF,
     MDEF,
     Block,
@@ -122,3 +123,71 @@ def test_a_replaced_signature_or_a_parsed_module_is_looked_up_again() -> None:
     session.forget_callables()  # as the plugin does when mypy parses a module
     router.function_hook("m.helper")
     assert lookups.count == 3
+
+
+# -- torch functions' signature hook: only where there is a list of tensors to widen ------------------
+
+_TENSOR = _class("torch._tensor.Tensor")
+_LIST = _class("builtins.list")
+
+
+def _torch_function(name: str, parameter: Instance) -> FuncDef:
+    function = FuncDef(name, [], Block([]))
+    function.type = CallableType([parameter], [ARG_POS], ["x"], Instance(_TENSOR, []), Instance(_FUNCTION, []))
+    return function
+
+
+def _torch_router() -> tuple[Router, _Lookups, FuncDef]:
+    router, _, lookups = _router()
+    exp = _torch_function("exp", Instance(_TENSOR, []))
+    lookups.names["torch._C._VariableFunctions.exp"] = SymbolTableNode(GDEF, exp)
+    cat = _torch_function("cat", Instance(_LIST, [Instance(_TENSOR, [])]))
+    lookups.names["torch._C._VariableFunctions.cat"] = SymbolTableNode(GDEF, cat)
+    return router, lookups, exp
+
+
+def test_a_torch_function_gets_the_widening_hook_only_if_it_takes_a_list_of_tensors() -> None:
+    router, lookups, _ = _torch_router()
+    for _ in range(3):
+        assert router.function_signature_hook("torch._C._VariableFunctions.exp") is None
+        assert router.function_signature_hook("torch._C._VariableFunctions.cat") is not None
+    assert lookups.count == 2  # decided once per function
+
+
+def test_a_torch_function_whose_signature_is_replaced_is_decided_again() -> None:
+    router, _, exp = _torch_router()
+    assert router.function_signature_hook("torch._C._VariableFunctions.exp") is None
+    assert exp.type is not None
+    exp.type = exp.type.copy_modified(arg_types=[Instance(_LIST, [Instance(_TENSOR, [])])])  # the daemon, again
+    assert router.function_signature_hook("torch._C._VariableFunctions.exp") is not None
+
+
+def _torch_class(fullname: str, init: Instance, new: Instance) -> TypeInfo:
+    info = _class(fullname)
+    for name, parameter in (("__init__", init), ("__new__", new)):
+        method = _torch_function(name, parameter)
+        method.info = info
+        info.names[name] = SymbolTableNode(MDEF, method)
+    return info
+
+
+def test_a_torch_class_gets_the_widening_hook_only_if_its_constructor_takes_a_list_of_tensors() -> None:
+    router, lookups, _ = _torch_router()
+    tensor, tensors = Instance(_TENSOR, []), Instance(_LIST, [Instance(_TENSOR, [])])
+    parameter = _torch_class("torch.nn.parameter.Parameter", tensor, tensor)
+    buffers = _torch_class("torch.distributed.Buffers", tensor, tensors)
+    for info in (parameter, buffers):
+        lookups.names[info.fullname] = SymbolTableNode(GDEF, info)
+    assert router.function_signature_hook("torch.nn.parameter.Parameter") is None
+    assert router.function_signature_hook("torch.distributed.Buffers") is not None  # by its __new__
+    new = parameter.names["__new__"].node
+    assert isinstance(new, FuncDef) and new.type is not None
+    new.type = new.type.copy_modified(arg_types=[tensors])  # a constructor's signature replaced: decided again
+    assert router.function_signature_hook("torch.nn.parameter.Parameter") is not None
+
+
+def test_a_torch_callable_without_a_declared_signature_keeps_the_widening_hook() -> None:
+    router, lookups, _ = _torch_router()
+    lookups.names["torch.nn.parameter.Parameter"] = SymbolTableNode(GDEF, _class("torch.nn.parameter.Parameter"))
+    assert router.function_signature_hook("torch.nn.parameter.Parameter") is not None  # no __init__ found
+    assert router.function_signature_hook("torch.distributed.not_found") is not None
