@@ -202,6 +202,9 @@ class Scope:
     sorted by class as the walk meets them (``assignments``, ``returns``, ...),
     each list in the order of ``statements``: a fact reads only the statements
     it is about, instead of testing the class of every statement again.
+
+    A plain class, not a dataclass, whose ``__init__`` would run as Python even in
+    the compiled build (one per function of every file checked).
     """
 
     def __init__(self, first: int, last: int, body: list[Statement], function: FuncDef | None) -> None:
@@ -559,15 +562,19 @@ def subexpressions(node: Node) -> list[Expression]:
     return get_subexpressions(node)
 
 
-@dataclass
 class TypedRun:
     """What one mypy run found: its output lines and exit status, the trees of the files it was given and the
-    type of every expression in them."""
+    type of every expression in them.
 
-    output: list[str]
-    status: int
-    trees: dict[str, MypyFile]
-    types: dict[Expression, Type]
+    A plain class: a dataclass costs an ``exec`` of each generated method when this module is imported, which
+    every checking run does."""
+
+    def __init__(self, output: list[str], status: int, trees: dict[str, MypyFile], types: dict[Expression, Type]
+                 ) -> None:
+        self.output = output
+        self.status = status
+        self.trees = trees
+        self.types = types
 
 
 def check_with_types(args: list[str]) -> TypedRun:

@@ -20,7 +20,6 @@ tensor op.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Final
 
 from mypy.nodes import (
@@ -76,24 +75,31 @@ _COUNTS: Final = frozenset({"numel", "nelement"})
 _WEAK: Final = SpmdType(default=WEAK)
 
 
-@dataclass(frozen=True)
 class Problem:
-    """Violations found in a number's own computation: at ``at``, in the operation spelled ``where``."""
+    """Violations found in a number's own computation: at ``at``, in the operation spelled ``where``.
 
-    violations: tuple[Violation, ...]
-    at: Context
-    where: str
+    A plain class, as :class:`NumberReader` is: a dataclass costs an ``exec`` of each generated method at import.
+    """
+
+    def __init__(self, violations: tuple[Violation, ...], at: Context, where: str) -> None:
+        self.violations = violations
+        self.at = at
+        self.where = where
 
 
-@dataclass
 class NumberReader:
-    """Reads the SPMD types of the numbers of one call, in the module and function being checked."""
+    """Reads the SPMD types of the numbers of one call, in the module and function being checked.
 
-    session: Session
-    api: CheckerPluginInterface
-    context: Context
-    problems: list[Problem] = field(default_factory=list)
-    _visiting: set[Var | str] = field(default_factory=set)  # variables, and attributes by name
+    A plain class, not a dataclass, whose ``__init__`` would run as Python even in the compiled build (one per
+    call checked).
+    """
+
+    def __init__(self, session: Session, api: CheckerPluginInterface, context: Context) -> None:
+        self.session = session
+        self.api = api
+        self.context = context
+        self.problems: list[Problem] = []
+        self._visiting: set[Var | str] = set()  # variables, and attributes by name
 
     def read(self, expr: Expression | None) -> SpmdType | None:
         """The SPMD type of number ``expr``, where it is not a constant every rank shares; else ``None``."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Final, TypeAlias, TypeGuard
 
 from mypy.nodes import (
@@ -418,14 +417,17 @@ def _sharded(
 OpKey: TypeAlias = tuple[object, ...]
 
 
-@dataclass(frozen=True)
 class _Found:
-    """What checking an op found where it reported nothing: the fields of its :class:`Verdict` but mypy's type."""
+    """What checking an op found where it reported nothing: the fields of its :class:`Verdict` but mypy's type.
 
-    result: SpmdType | None
-    rank: int | None
-    orders: EntryOrders
-    fit: bool
+    A plain class, as :class:`Verdict` is: a dataclass costs an ``exec`` of each generated method at import.
+    """
+
+    def __init__(self, result: SpmdType | None, rank: int | None, orders: EntryOrders, fit: bool) -> None:
+        self.result = result
+        self.rank = rank
+        self.orders = orders
+        self.fit = fit
 
     def verdict(self, default: Type, *, speculative: bool = False) -> Verdict:
         """The verdict of the same op at another place whose mypy result type is ``default``."""

@@ -14,7 +14,6 @@ with its type on the axis from mypy's type map::
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import partial
 
 from mypy.nodes import CallExpr, Expression, MemberExpr, NameExpr, OpExpr, RefExpr
@@ -107,14 +106,19 @@ def _product(ctx: FunctionContext | MethodContext, op: _Op, bias_param: str, axi
     return f"{spell(op.callee)}(...) without its {bias_param}", varying
 
 
-@dataclass(frozen=True)
 class _Op:
-    """A call of a table op: its public name, its callee as written, and its arguments by position and by keyword."""
+    """A call of a table op: its public name, its callee as written, and its arguments by position and by keyword.
 
-    name: str
-    callee: Expression
-    positional: list[Expression]
-    keywords: dict[str, Expression]
+    A plain class, not a dataclass, whose ``__init__`` would run as Python even in the compiled build (one per
+    call of an op checked for a partial sum).
+    """
+
+    def __init__(self, name: str, callee: Expression, positional: list[Expression],
+                 keywords: dict[str, Expression]) -> None:
+        self.name = name
+        self.callee = callee
+        self.positional = positional
+        self.keywords = keywords
 
     def argument(self, param: str) -> Expression | None:
         """The argument passed as parameter ``param`` of the op's table rule."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Final
 
 from mypy.nodes import (
@@ -93,20 +92,24 @@ POSITIONS: Final = frozenset({"start", "end", "step", "length", "index", "fill_v
 and dims are not among them: a shard's local size in ``view(n, -1)`` describes its own layout."""
 
 
-@dataclass
 class Arguments:
-    """The operands of one call, parallel to how to spell each in a message."""
+    """The operands of one call, parallel to how to spell each in a message; empty when made.
 
-    operands: list[Operand] = field(default_factory=list)
-    # How each operand is written: its expression, spelled only if a report needs it (see ``spelled``).
-    written: list[Expression | str | None] = field(default_factory=list)
-    passed: set[str] = field(default_factory=set)
-    divergent: list[tuple[Expression, Divergent]] = field(default_factory=list)
-    expressions: dict[str, Expression] = field(default_factory=dict)
-    literals: dict[str, object] = field(default_factory=dict)
-    typed: bool = False  # whether some operand has an SPMD type
-    lengths: set[int] = field(default_factory=set)  # the operands that are a shard's length (x.shape[0])
-    orders: list[EntryOrders] = field(default_factory=list)  # each operand's entry orders, where a spec says them
+    A plain class, not a dataclass, whose ``__init__`` would run as Python even in the compiled build (one per
+    call checked).
+    """
+
+    def __init__(self) -> None:
+        self.operands: list[Operand] = []
+        # How each operand is written: its expression, spelled only if a report needs it (see ``spelled``).
+        self.written: list[Expression | str | None] = []
+        self.passed: set[str] = set()
+        self.divergent: list[tuple[Expression, Divergent]] = []
+        self.expressions: dict[str, Expression] = {}
+        self.literals: dict[str, object] = {}
+        self.typed = False  # whether some operand has an SPMD type
+        self.lengths: set[int] = set()  # the operands that are a shard's length (x.shape[0])
+        self.orders: list[EntryOrders] = []  # each operand's entry orders, where a spec says them
 
     def add(self, param: str, spmd: SpmdType, written: Expression | str | None, ndim: int | None = None,
             orders: EntryOrders = ()) -> None:

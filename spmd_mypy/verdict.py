@@ -45,7 +45,6 @@ class Report:
     speculative: bool = False
 
 
-@dataclass(frozen=True)
 class Producer:
     """The call whose result is being fitted, and how a mismatch is fixed at that call instead of after it.
 
@@ -54,10 +53,13 @@ class Producer:
     mismatch is reported;
     ``retarget`` rewrites a violation on one axis given the declared type
     there (a collective: the same call with that ``dst``).
+
+    A plain class, as :class:`Verdict` is: one is made at every collective checked.
     """
 
-    written: Expression | None
-    retarget: Callable[[Violation, AxisType | None], Violation]
+    def __init__(self, written: Expression | None, retarget: Callable[[Violation, AxisType | None], Violation]) -> None:
+        self.written = written
+        self.retarget = retarget
 
     @property
     def x(self) -> str | None:

@@ -57,7 +57,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
 class Operand:
     """A value passed to an op: the argument it was passed as, and its SPMD type.
 
@@ -66,12 +65,41 @@ class Operand:
     ``ndim`` and ``shape`` are its rank (0 for a Python number) and local
     shape where known; they decide where a shard's dim goes (see
     :mod:`~spmd_types.typesystem.shard_dims`).
+
+    Immutable, compared and hashed by its four fields.  A plain class, not a
+    frozen dataclass: the plugin builds and compares operands at every checked
+    call, and a dataclass's generated ``__init__``, ``__eq__`` and ``__hash__``
+    run as Python even where mypyc compiles this module.
     """
+
+    __slots__ = ("ndim", "param", "shape", "type")
 
     param: str
     type: SpmdType
-    ndim: int | None = None
-    shape: tuple[int, ...] | None = None
+    ndim: int | None
+    shape: tuple[int, ...] | None
+
+    def __init__(self, param: str, type: SpmdType, ndim: int | None = None,
+                 shape: tuple[int, ...] | None = None) -> None:
+        object.__setattr__(self, "param", param)
+        object.__setattr__(self, "type", type)
+        object.__setattr__(self, "ndim", ndim)
+        object.__setattr__(self, "shape", shape)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise AttributeError("Operand is immutable")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Operand):
+            return NotImplemented
+        return (self.param == other.param and self.type == other.type and self.ndim == other.ndim
+                and self.shape == other.shape)
+
+    def __hash__(self) -> int:
+        return hash((self.param, self.type, self.ndim, self.shape))
+
+    def __repr__(self) -> str:
+        return f"Operand(param={self.param!r}, type={self.type!r}, ndim={self.ndim!r}, shape={self.shape!r})"
 
 
 @dataclass(frozen=True)
@@ -551,7 +579,8 @@ def writes_through(rule: OpRule, operands: Sequence[Operand], source: SpmdType, 
     declared ``R`` but different on every rank).  The target's own data is
     the source's, so it takes part as ``source`` (``y.mul_(2)`` writes ``2 x``).
     """
-    as_source = [replace(o, type=source) if canonical_param(o.param) == "input" else o for o in operands]
+    as_source = [Operand(o.param, source, o.ndim, o.shape) if canonical_param(o.param) == "input" else o
+                 for o in operands]
     written = apply_op(replace(rule, inplace=False), as_source, autograd=autograd).result
     return tuple(replace(v, reason=f"{v.reason} (it is the input of the reinterpret it came from)",
                          fixes=())
