@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, cast
+from typing import Any, Final, cast
 
 from mypy import subtypes
 from mypy.checker import TypeChecker
@@ -221,6 +221,10 @@ class Scope:
         self.decorators: list[Decorator] = []
         self.classes: list[ClassDef] = []
         self.blocks: list[Block] = []
+        # The lists above in the order of _SORTED, indexed by the number the walk gives each statement's class.
+        self.sorted: tuple[list[Any], ...] = (
+            self.assignments, self.blocks, self.expression_statements, self.returns, self.operator_assignments,
+            self.withs, self.decorators, self.classes)
 
 
 def file_scopes(tree: MypyFile) -> list[Scope]:
@@ -250,22 +254,8 @@ def _collect(nodes: Sequence[Node], scope: Scope, scopes: list[Scope]) -> None:
             _collect(function.body.body, inner, scopes)
             continue
         scope.statements.append(node)
-        if kind == _ASSIGNMENT:
-            scope.assignments.append(cast(AssignmentStmt, node))
-        elif kind == _BLOCK:
-            scope.blocks.append(cast(Block, node))
-        elif kind == _EXPRESSION_STATEMENT:
-            scope.expression_statements.append(cast(ExpressionStmt, node))
-        elif kind == _RETURN:
-            scope.returns.append(cast(ReturnStmt, node))
-        elif kind == _OPERATOR_ASSIGNMENT:
-            scope.operator_assignments.append(cast(OperatorAssignmentStmt, node))
-        elif kind == _WITH:
-            scope.withs.append(cast(WithStmt, node))
-        elif kind == _DECORATOR:
-            scope.decorators.append(cast(Decorator, node))
-        elif kind == _CLASS:
-            scope.classes.append(cast(ClassDef, node))
+        if kind < _FUNCTION:  # one of the classes the walk sorts
+            scope.sorted[kind].append(node)
         if names:
             _collect(_children(node, names), scope, scopes)
 
@@ -615,20 +605,13 @@ def _is_no_grad(expr: Expression) -> bool:
 _NESTED: Final = ("defs", "body", "else_body", "finally_body", "handlers", "bodies", "func", "items", "impl")
 
 
-# The classes of statement that the walk sorts (:class:`Scope`), by number; any other class is _OTHER.
-# (Final, so that the compiled build has them as constants, not names looked up at every statement.)
-_FUNCTION: Final = 0
-_ASSIGNMENT: Final = 1
-_BLOCK: Final = 2
-_EXPRESSION_STATEMENT: Final = 3
-_RETURN: Final = 4
-_OPERATOR_ASSIGNMENT: Final = 5
-_WITH: Final = 6
-_DECORATOR: Final = 7
-_CLASS: Final = 8
-_OTHER: Final = 9
-_SORTED: Final = (FuncDef, AssignmentStmt, Block, ExpressionStmt, ReturnStmt, OperatorAssignmentStmt, WithStmt,
-                  Decorator, ClassDef)
+# The classes of statement that the walk sorts into the lists of a Scope (Scope.sorted, in this order); a
+# statement's number is its class's place here, _FUNCTION for a function (a scope of its own) and _OTHER for
+# any other class.
+_SORTED: Final = (AssignmentStmt, Block, ExpressionStmt, ReturnStmt, OperatorAssignmentStmt, WithStmt, Decorator,
+                  ClassDef)
+_FUNCTION: Final = len(_SORTED)
+_OTHER: Final = _FUNCTION + 1
 
 
 # Each class of node's number and which of the _NESTED attributes it has (none for expressions and simple
@@ -640,7 +623,8 @@ def _kind_of(kind: type) -> tuple[int, tuple[str, ...]]:
     known = _KINDS.get(kind)
     if known is None:
         holds = issubclass(kind, Statement)
-        number = next((k for k, sorted_kind in enumerate(_SORTED) if issubclass(kind, sorted_kind)), _OTHER)
+        number = _FUNCTION if issubclass(kind, FuncDef) else next(
+            (k for k, sorted_kind in enumerate(_SORTED) if issubclass(kind, sorted_kind)), _OTHER)
         known = _KINDS[kind] = (number, tuple(name for name in _NESTED if holds and hasattr(kind, name)))
     return known
 
