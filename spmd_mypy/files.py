@@ -52,14 +52,12 @@ def _facts(session: Session, api: CheckerPluginInterface) -> FileFacts | None:
     tree = checked_file(api)
     if tree is None:
         return None
-    # The daemon merges a re-parsed module into its old tree object: new contents, same tree.
-    facts = session.checked_file
-    if facts is not None and facts.tree is tree and facts.defs is tree.defs:
-        return facts  # questions come in runs about one file: the one asked about last
-    facts = session.files.get(tree.path)
-    if facts is None or facts.tree is not tree or facts.defs is not tree.defs:
-        facts = session.files[tree.path] = FileFacts(tree, bool(api.options.allow_redefinition))
-    session.checked_file = facts
+    facts = session.checked_file  # questions come in runs about one file: the one asked about last
+    if facts is None or not facts.describe(tree):
+        facts = session.files.get(tree.path)
+        if facts is None or not facts.describe(tree):
+            facts = session.files[tree.path] = FileFacts(tree, bool(api.options.allow_redefinition))
+        session.checked_file = facts
     return facts
 
 
@@ -190,6 +188,11 @@ class FileFacts:
         self.redefinable_parameters = redefinable_parameters
         self.uses_spmd = _imports_spmd_types(tree)
         self._statements: StatementFacts | None = None
+
+    def describe(self, tree: MypyFile) -> bool:
+        """Whether these are the facts of ``tree`` as it is now parsed.  The daemon merges a re-parsed module
+        into its old tree object: new contents (``defs``), same tree."""
+        return self.tree is tree and self.defs is tree.defs
 
     @property
     def statements(self) -> StatementFacts:
