@@ -63,6 +63,7 @@ from mypy.nodes import (
     Var,
     WithStmt,
 )
+from mypy.options import Options
 from mypy.plugin import CheckerPluginInterface, TypeAnalyzerPluginInterface
 from mypy.typeops import bind_self, make_simplified_union
 from mypy.types import (
@@ -183,6 +184,16 @@ def analyzed_file(api: TypeAnalyzerPluginInterface) -> MypyFile | None:
     """The parsed module whose annotations are being analyzed, if mypy says."""
     tree = getattr(getattr(api, "api", None), "cur_mod_node", None)
     return tree if isinstance(tree, MypyFile) else None
+
+
+def releases_checked_trees(options: Options) -> bool:
+    """Whether mypy lets go of each module's parse tree once it has checked it.
+
+    A batch run does: ``State.finish_passes`` empties the statement lists of the
+    tree in place (``mypy.freetree``), its ``defs`` among them.  The daemon keeps
+    every tree to check it again, and so does a run with ``preserve_asts``.
+    """
+    return not (options.fine_grained_incremental or options.preserve_asts)
 
 
 def checked_file(api: CheckerPluginInterface) -> MypyFile | None:
