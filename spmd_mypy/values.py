@@ -189,17 +189,21 @@ def arguments_key(
     """
     parts: list[object] = []
     if receiver is not None:
-        part = _value_key(*receiver)
+        part = _value_key(receiver[0], receiver[1])
         if part is None:
             return None
         parts.append(part)
-    for name, types, exprs in zip(formal_names, arg_types, args):
+    # Index loops rather than zip(): they compile to plain list indexing.
+    for k in range(min(len(formal_names), len(arg_types), len(args))):
+        name = formal_names[k]
+        types = arg_types[k]
+        exprs = args[k]
         param = canonical_param(name or "")
         if param == "out" and exprs:
             return None
         parts.append(param)
-        for typ, expr in zip(types, exprs):
-            part = _value_key(typ, expr)
+        for j in range(min(len(types), len(exprs))):
+            part = _value_key(types[j], exprs[j])
             if part is None:
                 return None
             parts.append(part)
@@ -262,23 +266,52 @@ def _read_key(typ: Type, proper: ProperType, expr: Expression | None) -> int | N
 
 
 _LITERAL_KEYS: Final[dict[tuple[object, ...], int]] = {}
-"""The number of what a literal number or string reads as, by :func:`_literal_facts`: the same few literals
-(``-1``, ``2``, ``0.5``) are passed at thousands of calls."""
+"""The number of what a number or string argument reads as, by :func:`_literal_facts`: the same few literals
+(``-1``, ``2``, ``0.5``) and declared sizes (``dim``, ``3 * hidden``) are passed at thousands of calls."""
 _LITERAL_KEYS_MAX: Final = 4096
 _LITERAL_TYPES: Final = NUMBERS | {STR}
 
 
 def _literal_facts(proper: ProperType, expr: Expression | None) -> tuple[object, ...] | None:
-    """What decides how a number or string literal (``2``, ``-1``, ``0.5``, ``"sum"``) of a plain number or
-    str type reads, all of which :func:`_read_key` reads from it: the literal's class and value, a sign before
-    it, and the name of its type (for :func:`_is_number`); ``None`` for any other argument."""
-    if not isinstance(proper, Instance) or proper.type.fullname not in _LITERAL_TYPES:
+    """What decides how an argument of a plain number or str type reads, where that is cheap to tell and all
+    that :func:`_read_key` reads from it; ``None`` for any other argument.
+
+    The name of the type (for :func:`_is_number`) and, by the argument's form:
+
+    * a literal (``2``, ``-1``, ``0.5``, ``"sum"``): its class and value, and a sign before it;
+    * a builtin constant (``True``): its name, and whether mypy knows it as 0 (for :func:`_is_zero`);
+    * a declared variable or parameter (``dim``): whether mypy knows it as 0; the reader never follows
+      it, and its value is not known (see :func:`_read_as_constant`);
+    * arithmetic on these (``3 * hidden``): nothing more; it is never known as 0 nor has a literal value.
+
+    An inferred variable, ``self``, or any other expression gets ``None``: the number reader may follow it.
+    """
+    if not isinstance(proper, Instance):
+        return None
+    fullname = proper.type.fullname
+    if fullname not in _LITERAL_TYPES:
         return None
     if isinstance(expr, (IntExpr, FloatExpr, StrExpr)):
-        return (type(expr), expr.value, proper.type.fullname)
-    if isinstance(expr, UnaryExpr) and expr.op in ("-", "+") and isinstance(expr.expr, (IntExpr, FloatExpr)):
-        return (expr.op, type(expr.expr), expr.expr.value, proper.type.fullname)
-    return None
+        return (type(expr), expr.value, fullname)
+    if isinstance(expr, NameExpr):
+        node = expr.node
+        if not isinstance(node, Var) or node.is_inferred:
+            return None  # not read as a constant: the reader follows an inferred variable
+        known = proper.last_known_value
+        zero = known is not None and known.value == 0
+        name = expr.fullname
+        if name in CONSTANTS:
+            return (NameExpr, name, fullname, zero)
+        return None if node.is_self else (_DECLARED, fullname, zero)
+    if isinstance(expr, UnaryExpr):
+        operand = expr.expr
+        if expr.op in ("-", "+") and isinstance(operand, (IntExpr, FloatExpr)):
+            return (expr.op, type(operand), operand.value, fullname)
+    return (_ARITHMETIC, fullname) if _read_as_constant(expr) else None
+
+
+_DECLARED: Final = "declared"
+_ARITHMETIC: Final = "arithmetic"
 
 
 def _plain_literal(expr: Expression | None) -> bool:
