@@ -124,19 +124,8 @@ def value_of(session: Session, api: CheckerPluginInterface, name: str, used: Con
 
 def values_assigned(session: Session, api: CheckerPluginInterface, name: str, used: Context) -> list[Expression]:
     """Every value assigned to ``name`` in the function that ``used`` is in, before or after it (loops)."""
-    statements = _statements(session, api)
-    if statements is None:
-        return []
-    # Remembered per name and line: the numbers of a call ask for the same names often, and a module
-    # assigns a common name (``h``) in every one of its functions, all of which the search goes through.
-    key = (name, used.line)
-    known = statements.values_assigned.get(key)
-    if known is None:
-        found = [(first, value) for _, first, last, value in statements.name_assignments.get(name, ())
-                 if first <= used.line <= last]
-        innermost = max((first for first, _ in found), default=None)
-        known = statements.values_assigned[key] = [value for first, value in found if first == innermost]
-    return list(known)
+    facts = file_facts(session, api)
+    return facts.values_assigned(name, used) if facts is not None else []
 
 
 def attribute_values(session: Session, api: CheckerPluginInterface, name: str, used: Context) -> list[Expression]:
@@ -225,6 +214,20 @@ class FileFacts:
     def place(self, where: Context) -> Place:
         """The facts of the place of ``where`` in the file (see :func:`place`)."""
         return self.statements.place(where.line)
+
+    def values_assigned(self, name: str, used: Context) -> list[Expression]:
+        """Every value assigned to ``name`` in the function that ``used`` is in (see :func:`values_assigned`)."""
+        statements = self.statements
+        # Remembered per name and line: the numbers of a call ask for the same names often, and a module
+        # assigns a common name (``h``) in every one of its functions, all of which the search goes through.
+        key = (name, used.line)
+        known = statements.values_assigned.get(key)
+        if known is None:
+            found = [(first, value) for _, first, last, value in statements.name_assignments.get(name, ())
+                     if first <= used.line <= last]
+            innermost = max((first for first, _ in found), default=None)
+            known = statements.values_assigned[key] = [value for first, value in found if first == innermost]
+        return list(known)
 
     def is_written_later(self, value: Context) -> bool:
         """Whether ``value`` starts a buffer that its function writes in place (see :func:`is_written_later`)."""

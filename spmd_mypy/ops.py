@@ -170,7 +170,7 @@ def check_function(session: Session, ctx: FunctionContext, name: str) -> Verdict
         if first_tensor is not None:
             default = _untyped_returns_tensor(default, name, rule, first_tensor)
     names, args, context = ctx.callee_arg_names, ctx.args, ctx.context
-    key = _op_key(facts, context, name, rule, default, arguments_key(names, arg_types, args))
+    key = _op_key(facts, context, name, rule, default, arguments_key(names, arg_types, args, facts=facts))
     known = _OPS.get(key) if key is not None else None
     if known is not None:
         return known.verdict(default)
@@ -263,7 +263,8 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
         # mypy passes no parameter names for operators; torch's signatures name them so.
         names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(arg_types)]
     default = _untyped_returns_tensor(ctx.default_return_type, name, rule, receiver_type)
-    key = _op_key(facts, context, name, rule, default, arguments_key(names, arg_types, args, (receiver_type, receiver)))
+    arguments_keyed = arguments_key(names, arg_types, args, (receiver_type, receiver), facts)
+    key = _op_key(facts, context, name, rule, default, arguments_keyed)
     known = _OPS.get(key) if key is not None else None
     if known is not None:
         return known.verdict(default, speculative=operator)
