@@ -13,7 +13,6 @@ that does not use SPMD annotations.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from typing import Final, TypeAlias, TypeGuard
 
 from mypy.nodes import (
@@ -258,10 +257,10 @@ def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
             verdict = Verdict(result=UNKNOWN)
             report_divergent(verdict, operand, divergent, speculative=operator)
             return verdict
-    names: Sequence[str | None] = ctx.callee_arg_names
+    names: list[str | None] = ctx.callee_arg_names
     if method.startswith("__") and not any(names):
         # mypy passes no parameter names for operators; torch's signatures name them so.
-        names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(arg_types)]
+        names = [param for param in _OPERATOR_PARAMS.get(method, ("other",))[: len(arg_types)]]
     default = _untyped_returns_tensor(ctx.default_return_type, name, rule, receiver_type)
     arguments_keyed = arguments_key(names, arg_types, args, (receiver_type, receiver), facts)
     key = _op_key(facts, context, name, rule, default, arguments_keyed)

@@ -166,9 +166,9 @@ def read_arguments(
 
 
 def arguments_key(
-    formal_names: Sequence[str | None],
-    arg_types: Sequence[Sequence[Type]],
-    args: Sequence[Sequence[Expression]],
+    formal_names: list[str | None],
+    arg_types: list[list[Type]],
+    args: list[list[Expression]],
     receiver: tuple[Type, Expression | None] | None = None,
     facts: FileFacts | None = None,
 ) -> tuple[object, ...] | None:
@@ -197,8 +197,13 @@ def arguments_key(
         if part is None:
             return None
         parts.append(part)
-    # Index loops rather than zip(): they compile to plain list indexing.
-    for k in range(min(len(formal_names), len(arg_types), len(args))):
+    # Index loops over lists rather than zip(): they compile to plain list indexing.
+    count = len(formal_names)
+    if len(arg_types) < count:
+        count = len(arg_types)
+    if len(args) < count:
+        count = len(args)
+    for k in range(count):
         name = formal_names[k]
         types = arg_types[k]
         exprs = args[k]
@@ -206,7 +211,8 @@ def arguments_key(
         if param == "out" and exprs:
             return None
         parts.append(param)
-        for j in range(min(len(types), len(exprs))):
+        values = len(types) if len(types) < len(exprs) else len(exprs)
+        for j in range(values):
             part = _value_key(types[j], exprs[j], facts)
             if part is None:
                 return None
