@@ -65,6 +65,7 @@ from mypy.nodes import (
 )
 from mypy.options import Options
 from mypy.plugin import CheckerPluginInterface, TypeAnalyzerPluginInterface
+from mypy.typeanal import TypeAnalyser
 from mypy.typeops import bind_self, make_simplified_union
 from mypy.types import (
     AnyType,
@@ -147,30 +148,32 @@ def lookup_type_info(modules: dict[str, MypyFile] | None, fullname: str) -> Type
 
 
 def lookup_type_name(api: TypeAnalyzerPluginInterface, name: str, context: Context) -> str | None:
-    """The full name of ``name`` as written in an annotation (``R``, ``spmd.R``)."""
-    lookup = getattr(api, "lookup_qualified", None)
-    if lookup is None:
-        return None
+    """The full name of ``name`` as written in an annotation (``R``, ``spmd.R``).
+
+    Called as a method with positional arguments: from compiled code that is
+    the cheap call (no bound method, no keyword parsing); an ``api`` without
+    the method fails like any failed lookup.
+    """
     try:
-        symbol: SymbolTableNode | None = lookup(name, context, suppress_errors=True)
+        symbol: SymbolTableNode | None = cast(Any, api).lookup_qualified(name, context, True)  # suppress_errors
     except Exception:  # a failed lookup means "not one of ours"
         return None
-    if symbol is None or symbol.node is None:
-        return None
-    return symbol.node.fullname
+    node = symbol.node if symbol is not None else None
+    return node.fullname if node is not None else None
 
 
 def analyze_base(api: TypeAnalyzerPluginInterface, typ: Type) -> Type:
     """Analyze the first argument of ``Annotated`` as mypy does.
 
     mypy passes its TypedDict flag through, so that ``Annotated[Required[int], ...]``
-    stays valid inside a TypedDict; the public ``analyze_type`` does not.
+    stays valid inside a TypedDict; the public ``analyze_type`` does not.  The
+    flag is passed only when set (it is the default otherwise): a call without
+    keywords is the cheaper one.
     """
-    anal_type = getattr(api, "anal_type", None)
-    allow = getattr(api, "allow_typed_dict_special_forms", None)
-    if anal_type is not None and isinstance(allow, bool):
-        result: Type = anal_type(typ, allow_typed_dict_special_forms=allow)
-        return result
+    if isinstance(api, TypeAnalyser):
+        if api.allow_typed_dict_special_forms:
+            return api.anal_type(typ, allow_typed_dict_special_forms=True)
+        return api.anal_type(typ)
     return api.analyze_type(typ)
 
 
