@@ -18,7 +18,6 @@ those checkers reject them, and mypy looks up ``"dp"`` in ``R["dp"]`` as a name.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 from typing import Final, NamedTuple
 
 from mypy.plugin import AnalyzeTypeContext
@@ -46,7 +45,6 @@ from spmd_mypy.fullnames import (
     PARTITION_SPEC,
     PROCESS_GROUP,
     SHARD_MARKERS,
-    STR,
     TENSOR,
 )
 from spmd_mypy.partition_specs import calls_at, partition_spec
@@ -126,7 +124,7 @@ def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> T
             return base  # nothing of the plugin's (read each time, as are mistakes)
         if key is not None:
             bounded_put(_READINGS, key, axes_or_type, _REMEMBERED_MAX)
-    encoder = Encoder(session.modules, partial(api.named_type, STR, []))
+    encoder = Encoder(session.modules, api.named_type)
     if isinstance(axes_or_type, _Declared):
         if axes_or_type.respell:
             _respell(ctx, axes_or_type.spmd)

@@ -132,6 +132,11 @@ _RANK: Final = "__spmd_rank__"
 _ORDERS: Final = "__spmd_orders__"
 
 
+# The module and name of each class asked for (the few of fullnames.py, all the time): kept, with their hashes.
+_SPLIT_NAMES: Final[dict[str, tuple[str, str]]] = {}
+_SPLIT_NAMES_MAX: Final = 256
+
+
 def lookup_type_info(modules: dict[str, MypyFile] | None, fullname: str) -> TypeInfo | None:
     """The class ``fullname`` if its module is loaded, else ``None``.
 
@@ -141,10 +146,17 @@ def lookup_type_info(modules: dict[str, MypyFile] | None, fullname: str) -> Type
     """
     if not modules:
         return None
-    module, _, name = fullname.rpartition(".")
+    split = _SPLIT_NAMES.get(fullname)
+    if split is None:
+        module, _, name = fullname.rpartition(".")
+        split = (module, name)
+        if len(_SPLIT_NAMES) < _SPLIT_NAMES_MAX:
+            _SPLIT_NAMES[fullname] = split
+    module, name = split
     tree = modules.get(module)
-    node = tree.names.get(name) if tree is not None else None
-    return node.node if node is not None and isinstance(node.node, TypeInfo) else None
+    symbol = tree.names.get(name) if tree is not None else None
+    node = symbol.node if symbol is not None else None
+    return node if isinstance(node, TypeInfo) else None
 
 
 def lookup_type_name(api: TypeAnalyzerPluginInterface, name: str, context: Context) -> str | None:
