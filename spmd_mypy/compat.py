@@ -777,13 +777,16 @@ def read_side_channel(instance: Instance) -> str | None:
     subtyping and printing, which is exactly what information that must not
     change mypy's own checks needs.
     """
+    text = _side_channel_value(instance, _SIDE_CHANNEL)
+    return text if isinstance(text, str) else None
+
+
+def _side_channel_value(instance: Instance, key: str) -> object:
+    """The value of the literal under ``key`` in ``instance``'s side channel; ``None`` if there is none.  Each
+    attribute of mypy's objects is read once: from compiled code each read is a generic attribute lookup."""
     extra = instance.extra_attrs
-    if extra is None:
-        return None
-    value = extra.attrs.get(_SIDE_CHANNEL)
-    if isinstance(value, LiteralType) and isinstance(value.value, str):
-        return value.value
-    return None
+    value = extra.attrs.get(key) if extra is not None else None
+    return value.value if isinstance(value, LiteralType) else None
 
 
 def with_side_channel(instance: Instance, text: str, str_type: Instance, declared: bool,
@@ -803,14 +806,14 @@ def with_side_channel(instance: Instance, text: str, str_type: Instance, declare
 
 def read_rank(instance: Instance) -> int | None:
     """The rank an SPMD-typed Instance carries (a declaration by a ``PartitionSpec``), if any."""
-    value = instance.extra_attrs.attrs.get(_RANK) if instance.extra_attrs is not None else None
-    return value.value if isinstance(value, LiteralType) and isinstance(value.value, int) else None
+    rank = _side_channel_value(instance, _RANK)
+    return rank if isinstance(rank, int) else None
 
 
 def read_orders(instance: Instance) -> str:
     """The entry orders an SPMD-typed Instance carries, as the text :func:`with_side_channel` was given; else ``""``."""
-    value = instance.extra_attrs.attrs.get(_ORDERS) if instance.extra_attrs is not None else None
-    return value.value if isinstance(value, LiteralType) and isinstance(value.value, str) else ""
+    orders = _side_channel_value(instance, _ORDERS)
+    return orders if isinstance(orders, str) else ""
 
 
 def is_declaration(instance: Instance) -> bool:
