@@ -273,7 +273,7 @@ def _read_key(typ: Type, proper: ProperType, expr: Expression | None, constant: 
         return None
     literal = literal_value(expr) if expr is not None else NOT_KNOWN
     return _numbered((_LITERAL, isinstance(proper, NoneType), _is_number(proper), isinstance(proper, AnyType),
-                      _is_zero(proper, expr), literal, literal_kinds(literal)))
+                      _is_zero(proper, expr), _infinity(expr), literal, literal_kinds(literal)))
 
 
 _LITERAL_KEYS: Final[dict[tuple[object, ...], int]] = {}
@@ -292,13 +292,14 @@ def _literal_facts(proper: ProperType, expr: Expression | None, file: FileFacts 
 
     * a literal (``2``, ``-1``, ``0.5``, ``"sum"``): its class and value, and a sign before it;
     * a builtin constant (``True``): its name, and whether mypy knows it as 0 (for :func:`_is_zero`);
-    * a declared variable or parameter (``dim``): whether mypy knows it as 0; the reader never follows
-      it, and its value is not known (see :func:`_read_as_constant`);
+    * a declared variable or parameter (``dim``): whether mypy knows it as 0, and whether it names an
+      infinity (``inf``, which a fill absorbs, see :func:`_infinity`); the reader never follows it, and
+      its value is not known (see :func:`_read_as_constant`);
     * an inferred variable to which its function assigns only literals (``eps = 1e-6``), where the facts
       of the checked ``file`` are given: the same as a declared one, since the reader, which follows it
       to those values (:meth:`~spmd_mypy.numbers.NumberReader.read`), finds a constant;
-    * arithmetic on declared variables and literals (``3 * hidden``): nothing more; it is never known as
-      0 nor has a literal value.
+    * arithmetic on declared variables and literals (``3 * hidden``): the infinity it spells (``-inf``),
+      if any; it is never known as 0 nor has a literal value.
 
     ``self``, any other inferred variable, or any other expression gets ``None``: the reader may find a
     number that depends on the rank.
@@ -317,16 +318,16 @@ def _literal_facts(proper: ProperType, expr: Expression | None, file: FileFacts 
         known = proper.last_known_value
         zero = known is not None and known.value == 0
         if node.is_inferred:
-            return (_DECLARED, fullname, zero) if file is not None and _assigned_literals(file, expr) else None
+            return (_DECLARED, fullname, zero, False) if file is not None and _assigned_literals(file, expr) else None
         name = expr.fullname
         if name in CONSTANTS:
             return (NameExpr, name, fullname, zero)
-        return None if node.is_self else (_DECLARED, fullname, zero)
+        return None if node.is_self else (_DECLARED, fullname, zero, name in INFINITIES)
     if isinstance(expr, UnaryExpr):
         operand = expr.expr
         if expr.op in ("-", "+") and isinstance(operand, (IntExpr, FloatExpr)):
             return (expr.op, type(operand), operand.value, fullname)
-    return (_ARITHMETIC, fullname) if _read_as_constant(expr) else None
+    return (_ARITHMETIC, fullname, _infinity(expr)) if _read_as_constant(expr) else None
 
 
 def _assigned_literals(file: FileFacts, name: NameExpr) -> bool:

@@ -10,12 +10,15 @@ tests/plugin/test_case_numerics.py runs these on simulated ranks.
 from __future__ import annotations
 
 import math
+from math import inf
 from typing import Annotated
 
 import torch
 from torch import Tensor
 
 from spmd_types import P, R, all_reduce
+
+LIMIT: float = 1e4
 
 def scatter_summed(p: Annotated[Tensor, P["tp"]], q: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, P["tp"]]:
     return p.scatter_reduce(0, (r.abs() * 2).long().clamp(max=3), q, reduce="sum")  # OK
@@ -35,6 +38,12 @@ def masked_scores_softmax(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R[
 
 def index_filled_with_infinity(p: Annotated[Tensor, P["tp"]]) -> Annotated[Tensor, P["tp"]]:
     return p.index_fill(1, torch.tensor([0, 2]), -torch.inf)  # OK
+
+def masked_to_a_named_infinity(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, P["tp"]]:
+    return p.masked_fill(r > 0, -inf)  # OK
+
+def masked_to_a_named_finite_value(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, R["tp"]]:
+    return p.masked_fill(r > 0, -LIMIT)  # E: [spmd-partial] .masked_fill on axis 'tp': P plus a non-partial term (weak), which would be added once per rank
 
 def masked_to_a_finite_value(p: Annotated[Tensor, P["tp"]], r: Annotated[Tensor, R["tp"]]) -> Annotated[Tensor, R["tp"]]:
     return p.masked_fill(r > 0, -1e4)  # E: [spmd-partial] .masked_fill on axis 'tp': P plus a non-partial term (weak), which would be added once per rank
