@@ -400,7 +400,8 @@ def fit_declared(
         if expected is None:
             return result  # what every branch below comes to; most checked ops are operands of another op
         declared_result = declared_return_type(api)
-        if context_type is declared_result or (declared_result is not None and files.is_returned(session, api, context)):
+        if context_type is declared_result or (
+                declared_result is not None and files.is_returned(session, api, context)):
             where = RETURN_VALUE  # the second: a copy of a method for a value of its class's type variable
         elif not _is_declaration(expected):
             return result
