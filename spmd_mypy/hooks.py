@@ -387,12 +387,12 @@ class Router:
 
     def _attribute_hook_or_none(self, route: Route[AttributeContext] | None
                                 ) -> Callable[[AttributeContext], Type] | None:
-        return _AttributeHook(self._session, route) if route is not None else None
+        return _Checks(self._session, route, attribute=True) if route is not None else None
 
     # -- how each kind of hook runs its handler --------------------------------------
 
     def _calls_or_none(self, route: Route[CallContext] | None) -> Callable[[CallContext], Type] | None:
-        return _CallHook(self._session, route) if route is not None else None
+        return _Checks(self._session, route) if route is not None else None
 
     def _signatures(
         self, handler: Callable[[Session, SignatureContext], FunctionLike]
@@ -434,13 +434,16 @@ class _Checks:
     """How a call or attribute hook runs its route: the handler, then :func:`finish`; an internal failure
     falls back to mypy's own type instead of crashing mypy (with the ``debug`` option, also a note).
 
-    One compiled object per hook, called by mypy for every checked expression: it reads each field of
+    One class with its own ``__call__`` (mypyc gives such a class a vectorcall slot; a subclass adding
+    ``__call__`` to a base without one crashed the compiled build).  One compiled object per hook, called
+    by mypy for every checked expression: it reads each field of
     mypy's context once and calls the handler with positional arguments, where a closure around a
     closure around a ``functools.partial`` made three calls and a keyword dictionary.
     """
 
-    def __init__(self, session: Session, route: Route[Any]) -> None:
+    def __init__(self, session: Session, route: Route[Any], attribute: bool = False) -> None:
         self._session = session
+        self._attribute = attribute  # an attribute hook: mypy's own type is the context's default_attr_type
         self._debug = session.options.debug
         if isinstance(route, Bound):
             self._function: Callable[..., Verdict] = route.function
@@ -451,8 +454,9 @@ class _Checks:
             self._argument = None
             self._bound = False
 
-    def _finished(self, ctx: FunctionContext | MethodContext | AttributeContext, default: Type) -> Type:
-        """The type of the expression of ``ctx``, whose type without the plugin is ``default``."""
+    def __call__(self, ctx: Any) -> Type:  # FunctionContext, MethodContext or AttributeContext
+        """The type of the expression of ``ctx``."""
+        default: Type = ctx.default_attr_type if self._attribute else ctx.default_return_type
         try:
             session = self._session
             verdict = self._function(session, ctx, self._argument) if self._bound else self._function(session, ctx)
@@ -461,20 +465,6 @@ class _Checks:
             if self._debug:
                 _note_failure(ctx, error)
             return default
-
-
-class _CallHook(_Checks):
-    """The hook of a checked call."""
-
-    def __call__(self, ctx: FunctionContext | MethodContext) -> Type:
-        return self._finished(ctx, ctx.default_return_type)
-
-
-class _AttributeHook(_Checks):
-    """The hook of a checked attribute."""
-
-    def __call__(self, ctx: AttributeContext) -> Type:
-        return self._finished(ctx, ctx.default_attr_type)
 
 
 def finish(session: Session, api: CheckerPluginInterface, context: Context, default: Type, verdict: Verdict) -> Type:
