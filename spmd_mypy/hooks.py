@@ -443,7 +443,7 @@ class _Checks:
 
     def __init__(self, session: Session, route: Route[Any], attribute: bool = False) -> None:
         self._session = session
-        self._attribute = attribute  # an attribute hook: mypy's own type is the context's default_attr_type
+        self._for_attribute = attribute  # an attribute hook: mypy's own type is the context's default_attr_type
         self._debug = session.options.debug
         if isinstance(route, Bound):
             self._function: Callable[..., Verdict] = route.function
@@ -456,7 +456,7 @@ class _Checks:
 
     def __call__(self, ctx: Any) -> Type:  # FunctionContext, MethodContext or AttributeContext
         """The type of the expression of ``ctx``."""
-        default: Type = ctx.default_attr_type if self._attribute else ctx.default_return_type
+        default: Type = ctx.default_attr_type if self._for_attribute else ctx.default_return_type
         try:
             session = self._session
             verdict = self._function(session, ctx, self._argument) if self._bound else self._function(session, ctx)
