@@ -18,7 +18,6 @@ those checkers reject them, and mypy looks up ``"dp"`` in ``R["dp"]`` as a name.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 from typing import Final, NamedTuple
 
 from mypy.plugin import AnalyzeTypeContext
@@ -46,7 +45,6 @@ from spmd_mypy.fullnames import (
     PARTITION_SPEC,
     PROCESS_GROUP,
     SHARD_MARKERS,
-    STR,
     TENSOR,
 )
 from spmd_mypy.partition_specs import calls_at, partition_spec
@@ -103,31 +101,30 @@ def analyze(session: Session, ctx: AnalyzeTypeContext, is_alias_form: bool) -> T
     That the stubs are missing is told once per module, not once per
     annotation (see :func:`_stubs_missing`).
     """
+    api = ctx.api
     args = ctx.type.args
     if len(args) < 2:
         what = "Spmd[...] needs a tensor type and an SPMD type" if is_alias_form else (
             "Annotated[...] must have exactly one type argument and at least one annotation")
-        ctx.api.fail(what, ctx.context, code=ANNOTATION if is_alias_form else None)
+        api.fail(what, ctx.context, code=ANNOTATION if is_alias_form else None)
         return AnyType(TypeOfAny.from_error)
-    base = analyze_base(ctx.api, args[0])
+    base = analyze_base(api, args[0])
     metadata = args[1:]
     if not is_alias_form and not any(_could_be_ours(m) for m in metadata):
         return base  # foreign metadata only (jaxtyping, torch's own): what mypy would do
-    names = [lookup_type_name(ctx.api, item.name, ctx.context) if isinstance(item, UnboundType) else None
-             for item in metadata]
-    key = _reading_key(metadata, names, is_alias_form)
+    names, key = _resolve(ctx, metadata, is_alias_form)
     axes_or_type = _READINGS.get(key) if key is not None else None
     if axes_or_type is None:
         try:
             axes_or_type = _read_metadata(ctx, metadata, names, is_alias_form, session.options)
         except _Bad as error:
-            ctx.api.fail(str(error), ctx.context, code=ANNOTATION)
+            api.fail(str(error), ctx.context, code=ANNOTATION)
             return base
         if axes_or_type is None:
             return base  # nothing of the plugin's (read each time, as are mistakes)
         if key is not None:
             bounded_put(_READINGS, key, axes_or_type, _REMEMBERED_MAX)
-    encoder = Encoder(session.modules, partial(ctx.api.named_type, STR, []))
+    encoder = Encoder(session.modules, api.named_type)
     if isinstance(axes_or_type, _Declared):
         if axes_or_type.respell:
             _respell(ctx, axes_or_type.spmd)
@@ -149,22 +146,31 @@ def _is_call(item: Type) -> bool:
     return isinstance(item, RawExpressionType) and item.literal_value is None
 
 
-def _reading_key(
-    metadata: Sequence[Type], names: Sequence[str | None], is_alias_form: bool
-) -> tuple[object, ...] | None:
-    """What :func:`_read_metadata` reads of ``metadata``, whose names resolve to ``names``, where that is all it
-    reads: the form, and each item's :func:`_marker_key`.  ``None`` where an item is anything but a name with
-    strings or literals for arguments (a call, which may be a ``PartitionSpec`` read from the source and
-    completed from the configured axes; a string; a nested type): such metadata is read each time."""
-    key: list[object] = [is_alias_form]
-    for item, fullname in zip(metadata, names):
-        if not isinstance(item, UnboundType) or item.original_str_expr is not None:
-            return None
-        item_key = _marker_key(item, fullname)
-        if item_key is None:
-            return None
-        key.append(item_key)
-    return tuple(key)
+def _resolve(
+    ctx: AnalyzeTypeContext, metadata: Sequence[Type], is_alias_form: bool
+) -> tuple[list[str | None], tuple[object, ...] | None]:
+    """The full name each item of ``metadata`` resolves to (``None``: an item that is no name), and the key of
+    what :func:`_read_metadata` reads of it, where that is all it reads: the form, and each item's marker key
+    (see :func:`_add_marker_key`).  The key is ``None`` where an item is anything but a name with strings or
+    literals for arguments (a call, which may be a ``PartitionSpec`` read from the source and completed from the
+    configured axes; a string; a nested type): such metadata is read each time.
+
+    Names resolve in the scope of the annotation, so each place looks them up; the key is one flat tuple,
+    which is cheaper to build and hash than a tuple of tuples."""
+    api = ctx.api
+    context = ctx.context
+    names: list[str | None] = []
+    key: list[object] | None = [is_alias_form]
+    for item in metadata:
+        if not isinstance(item, UnboundType):
+            names.append(None)
+            key = None
+            continue
+        fullname = lookup_type_name(api, item.name, context)
+        names.append(fullname)
+        if key is not None and (item.original_str_expr is not None or not _add_marker_key(key, item, fullname)):
+            key = None
+    return names, tuple(key) if key is not None else None
 
 
 def _read_metadata(
@@ -304,7 +310,8 @@ def _string_arg(arg: Type, marker: str) -> str:
 
 def _marker(item: UnboundType, fullname: str) -> AxisTypes:
     """What marker ``item`` (``R["dp"]``, ``S["tp", 0]``), whose name resolves to ``fullname``, declares."""
-    key = _marker_key(item, fullname)
+    parts: list[object] = []
+    key = tuple(parts) if _add_marker_key(parts, item, fullname) else None
     found = _MARKERS.get(key) if key is not None else None
     if found is None:
         found = _read_marker(item, fullname)
@@ -313,19 +320,31 @@ def _marker(item: UnboundType, fullname: str) -> AxisTypes:
     return found
 
 
-def _marker_key(item: UnboundType, fullname: str | None) -> tuple[object, ...] | None:
-    """What :func:`_read_marker` reads of ``item``, where it can succeed: the full name its name resolves to
-    (never the name: a module may import ``R`` from elsewhere) and each argument's string or literal value;
-    ``None`` for an argument that is neither, which is read (and reported) each time."""
-    key: list[object] = [fullname]
-    for arg in item.args:
-        if isinstance(arg, UnboundType) and arg.original_str_expr is not None:
-            key.append(arg.original_str_expr)
-        elif isinstance(arg, RawExpressionType) and arg.literal_value is not None:
-            key.append((arg.base_type_name, arg.literal_value))  # the type tells 1 from True
+def _add_marker_key(key: list[object], item: UnboundType, fullname: str | None) -> bool:
+    """Add to ``key`` what :func:`_read_marker` reads of ``item``, and say whether it can succeed: the full name its
+    name resolves to (never the name: a module may import ``R`` from elsewhere), the number of arguments, and each
+    argument: its string, or ``None`` then the type name and value of a literal (the type tells 1 from True; the
+    ``None`` keeps the flat key unambiguous).  ``False`` for an argument that is neither, which is read (and
+    reported) each time."""
+    args = item.args
+    key.append(fullname)
+    key.append(len(args))
+    for arg in args:
+        if isinstance(arg, UnboundType):
+            text = arg.original_str_expr
+            if text is None:
+                return False
+            key.append(text)
+        elif isinstance(arg, RawExpressionType):
+            value = arg.literal_value
+            if value is None:
+                return False
+            key.append(None)
+            key.append(arg.base_type_name)
+            key.append(value)
         else:
-            return None
-    return tuple(key)
+            return False
+    return True
 
 
 def _read_marker(item: UnboundType, fullname: str) -> AxisTypes:
@@ -365,16 +384,16 @@ def _tensor(
 ) -> Type | None:
     """The SPMD-typed tensor; ``base`` after a reported mistake; ``None`` if it cannot be written."""
     proper = get_proper_type(base)
-    if not is_tensor(proper):
+    info = proper.type if isinstance(proper, Instance) else None
+    if info is None or not info.has_base(TENSOR):  # is_tensor(proper), its type read once
         inside = (" (fix: put the SPMD type on the tensor, inside the union: Optional[Annotated[Tensor, ...]])"
                   if isinstance(proper, UnionType) and any(is_tensor(get_proper_type(t)) for t in proper.items)
                   else "")
         _fail(ctx, f"SPMD types apply to tensors, not to {base}{inside}", Code.ANNOTATION)
         return base
     assert isinstance(proper, Instance)
-    if proper.type.fullname not in (TENSOR, PARAMETER):
-        _fail(ctx, f"SPMD types apply to torch.Tensor and nn.Parameter, not to {proper.type.name}",
-              Code.ANNOTATION)
+    if info.fullname not in (TENSOR, PARAMETER):
+        _fail(ctx, f"SPMD types apply to torch.Tensor and nn.Parameter, not to {info.name}", Code.ANNOTATION)
         return base
     _check_axes(ctx, declared.spmd.axes, options)
     return encoder.tensor(declared.spmd, proper, inferred=False, rank=declared.rank, orders=declared.orders)

@@ -65,6 +65,7 @@ from mypy.nodes import (
 )
 from mypy.options import Options
 from mypy.plugin import CheckerPluginInterface, TypeAnalyzerPluginInterface
+from mypy.typeanal import TypeAnalyser
 from mypy.typeops import bind_self, make_simplified_union
 from mypy.types import (
     AnyType,
@@ -131,6 +132,11 @@ _RANK: Final = "__spmd_rank__"
 _ORDERS: Final = "__spmd_orders__"
 
 
+# The module and name of each class asked for (the few of fullnames.py, all the time): kept, with their hashes.
+_SPLIT_NAMES: Final[dict[str, tuple[str, str]]] = {}
+_SPLIT_NAMES_MAX: Final = 256
+
+
 def lookup_type_info(modules: dict[str, MypyFile] | None, fullname: str) -> TypeInfo | None:
     """The class ``fullname`` if its module is loaded, else ``None``.
 
@@ -140,37 +146,46 @@ def lookup_type_info(modules: dict[str, MypyFile] | None, fullname: str) -> Type
     """
     if not modules:
         return None
-    module, _, name = fullname.rpartition(".")
+    split = _SPLIT_NAMES.get(fullname)
+    if split is None:
+        module, _, name = fullname.rpartition(".")
+        split = (module, name)
+        if len(_SPLIT_NAMES) < _SPLIT_NAMES_MAX:
+            _SPLIT_NAMES[fullname] = split
+    module, name = split
     tree = modules.get(module)
-    node = tree.names.get(name) if tree is not None else None
-    return node.node if node is not None and isinstance(node.node, TypeInfo) else None
+    symbol = tree.names.get(name) if tree is not None else None
+    node = symbol.node if symbol is not None else None
+    return node if isinstance(node, TypeInfo) else None
 
 
 def lookup_type_name(api: TypeAnalyzerPluginInterface, name: str, context: Context) -> str | None:
-    """The full name of ``name`` as written in an annotation (``R``, ``spmd.R``)."""
-    lookup = getattr(api, "lookup_qualified", None)
-    if lookup is None:
-        return None
+    """The full name of ``name`` as written in an annotation (``R``, ``spmd.R``).
+
+    Called as a method with positional arguments: from compiled code that is
+    the cheap call (no bound method, no keyword parsing); an ``api`` without
+    the method fails like any failed lookup.
+    """
     try:
-        symbol: SymbolTableNode | None = lookup(name, context, suppress_errors=True)
+        symbol: SymbolTableNode | None = cast(Any, api).lookup_qualified(name, context, True)  # suppress_errors
     except Exception:  # a failed lookup means "not one of ours"
         return None
-    if symbol is None or symbol.node is None:
-        return None
-    return symbol.node.fullname
+    node = symbol.node if symbol is not None else None
+    return node.fullname if node is not None else None
 
 
 def analyze_base(api: TypeAnalyzerPluginInterface, typ: Type) -> Type:
     """Analyze the first argument of ``Annotated`` as mypy does.
 
     mypy passes its TypedDict flag through, so that ``Annotated[Required[int], ...]``
-    stays valid inside a TypedDict; the public ``analyze_type`` does not.
+    stays valid inside a TypedDict; the public ``analyze_type`` does not.  The
+    flag is passed only when set (it is the default otherwise): a call without
+    keywords is the cheaper one.
     """
-    anal_type = getattr(api, "anal_type", None)
-    allow = getattr(api, "allow_typed_dict_special_forms", None)
-    if anal_type is not None and isinstance(allow, bool):
-        result: Type = anal_type(typ, allow_typed_dict_special_forms=allow)
-        return result
+    if isinstance(api, TypeAnalyser):
+        if api.allow_typed_dict_special_forms:
+            return api.anal_type(typ, allow_typed_dict_special_forms=True)
+        return api.anal_type(typ)
     return api.analyze_type(typ)
 
 
@@ -762,13 +777,16 @@ def read_side_channel(instance: Instance) -> str | None:
     subtyping and printing, which is exactly what information that must not
     change mypy's own checks needs.
     """
+    text = _side_channel_value(instance, _SIDE_CHANNEL)
+    return text if isinstance(text, str) else None
+
+
+def _side_channel_value(instance: Instance, key: str) -> object:
+    """The value of the literal under ``key`` in ``instance``'s side channel; ``None`` if there is none.  Each
+    attribute of mypy's objects is read once: from compiled code each read is a generic attribute lookup."""
     extra = instance.extra_attrs
-    if extra is None:
-        return None
-    value = extra.attrs.get(_SIDE_CHANNEL)
-    if isinstance(value, LiteralType) and isinstance(value.value, str):
-        return value.value
-    return None
+    value = extra.attrs.get(key) if extra is not None else None
+    return value.value if isinstance(value, LiteralType) else None
 
 
 def with_side_channel(instance: Instance, text: str, str_type: Instance, declared: bool,
@@ -788,14 +806,14 @@ def with_side_channel(instance: Instance, text: str, str_type: Instance, declare
 
 def read_rank(instance: Instance) -> int | None:
     """The rank an SPMD-typed Instance carries (a declaration by a ``PartitionSpec``), if any."""
-    value = instance.extra_attrs.attrs.get(_RANK) if instance.extra_attrs is not None else None
-    return value.value if isinstance(value, LiteralType) and isinstance(value.value, int) else None
+    rank = _side_channel_value(instance, _RANK)
+    return rank if isinstance(rank, int) else None
 
 
 def read_orders(instance: Instance) -> str:
     """The entry orders an SPMD-typed Instance carries, as the text :func:`with_side_channel` was given; else ``""``."""
-    value = instance.extra_attrs.attrs.get(_ORDERS) if instance.extra_attrs is not None else None
-    return value.value if isinstance(value, LiteralType) and isinstance(value.value, str) else ""
+    orders = _side_channel_value(instance, _ORDERS)
+    return orders if isinstance(orders, str) else ""
 
 
 def is_declaration(instance: Instance) -> bool:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import Final
 
 from mypy.nodes import MypyFile, TypeInfo
@@ -109,10 +108,13 @@ class Encoder:
     """Builds and reads SPMD-typed mypy types; needs the loaded modules to find the phantoms."""
 
     def __init__(
-        self, modules: dict[str, MypyFile] | None, str_type: Callable[[], Instance], rebindable: bool = True
+        self, modules: dict[str, MypyFile] | None, named_type: Callable[[str, list[Type]], Instance],
+        rebindable: bool = True,
     ) -> None:
+        """``named_type``: mypy's, asked for ``builtins.str`` when a new type is built (a bound method, not a
+        ``partial`` made at every encoder: one is made per annotation and per checked call)."""
         self._modules = modules
-        self._str_type = str_type
+        self._named_type = named_type
         self._str_instance: Instance | None = None
         self._rebindable = rebindable
 
@@ -122,13 +124,13 @@ class Encoder:
         (most checked ops find their result type among those already built).  Kept in an attribute, not
         a ``cached_property``: the compiled build's classes have no instance ``__dict__``."""
         if self._str_instance is None:
-            self._str_instance = self._str_type()
+            self._str_instance = self._named_type(STR, [])
         return self._str_instance
 
     @staticmethod
     def for_checker(session: Session, api: CheckerPluginInterface) -> Encoder:
         """How SPMD types are written while ``api`` checks a module (see the module docstring on re-binding)."""
-        return Encoder(session.modules, partial(api.named_generic_type, STR, []), not api.options.allow_redefinition)
+        return Encoder(session.modules, api.named_generic_type, not api.options.allow_redefinition)
 
     # -- reading -----------------------------------------------------------------
 

@@ -37,6 +37,7 @@ __all__ = [
     "StatementFacts",
     "assigned_to_inferred",
     "attribute_values",
+    "file_facts",
     "is_returned",
     "is_written_later",
     "place",
@@ -48,8 +49,13 @@ __all__ = [
 ]
 
 
-def _facts(session: Session, api: CheckerPluginInterface) -> FileFacts | None:
-    """The facts of the module being checked, kept in the session by path."""
+def file_facts(session: Session, api: CheckerPluginInterface) -> FileFacts | None:
+    """The facts of the module being checked, kept in the session by path.
+
+    Each call reads mypy's attributes to tell that the facts still describe the
+    file (a few thousand instructions from compiled code): a handler that asks
+    several questions about one call asks this once and the facts the rest.
+    """
     tree = checked_file(api)
     if tree is None:
         return None
@@ -79,13 +85,13 @@ def _forget_released(session: Session) -> None:
 
 def _statements(session: Session, api: CheckerPluginInterface) -> StatementFacts | None:
     """The facts of the statements of the module being checked."""
-    facts = _facts(session, api)
+    facts = file_facts(session, api)
     return facts.statements if facts is not None else None
 
 
 def uses_spmd(session: Session, api: CheckerPluginInterface) -> bool:
     """Whether the module being checked imports ``spmd_types``."""
-    facts = _facts(session, api)
+    facts = file_facts(session, api)
     return facts is not None and facts.uses_spmd
 
 
@@ -101,8 +107,8 @@ def assigned_to_inferred(session: Session, api: CheckerPluginInterface, value: C
 
 def is_written_later(session: Session, api: CheckerPluginInterface, value: Context) -> bool:
     """Whether ``value`` starts a buffer that its function writes in place (see :mod:`spmd_mypy.compat`)."""
-    statements = _statements(session, api)
-    return statements is not None and value in statements.buffers_written_in_place
+    facts = file_facts(session, api)
+    return facts is not None and facts.is_written_later(value)
 
 
 def value_of(session: Session, api: CheckerPluginInterface, name: str, used: Context) -> Expression | None:
@@ -118,19 +124,8 @@ def value_of(session: Session, api: CheckerPluginInterface, name: str, used: Con
 
 def values_assigned(session: Session, api: CheckerPluginInterface, name: str, used: Context) -> list[Expression]:
     """Every value assigned to ``name`` in the function that ``used`` is in, before or after it (loops)."""
-    statements = _statements(session, api)
-    if statements is None:
-        return []
-    # Remembered per name and line: the numbers of a call ask for the same names often, and a module
-    # assigns a common name (``h``) in every one of its functions, all of which the search goes through.
-    key = (name, used.line)
-    known = statements.values_assigned.get(key)
-    if known is None:
-        found = [(first, value) for _, first, last, value in statements.name_assignments.get(name, ())
-                 if first <= used.line <= last]
-        innermost = max((first for first, _ in found), default=None)
-        known = statements.values_assigned[key] = [value for first, value in found if first == innermost]
-    return list(known)
+    facts = file_facts(session, api)
+    return facts.values_assigned(name, used) if facts is not None else []
 
 
 def attribute_values(session: Session, api: CheckerPluginInterface, name: str, used: Context) -> list[Expression]:
@@ -173,8 +168,8 @@ _ANYWHERE: Final = Place(without_autograd=False, global_mode=False, local_axes=f
 
 def place(session: Session, api: CheckerPluginInterface, where: Context) -> Place:
     """The facts of the place of ``where`` in the module being checked."""
-    statements = _statements(session, api)
-    return statements.place(where.line) if statements is not None else _ANYWHERE
+    facts = file_facts(session, api)
+    return facts.place(where) if facts is not None else _ANYWHERE
 
 
 def size_one_axes(session: Session, api: CheckerPluginInterface, where: Context) -> frozenset[str]:
@@ -215,6 +210,28 @@ class FileFacts:
         """Whether mypy has let go of this parse: it empties ``defs`` in place once it has checked the file
         (see :func:`spmd_mypy.compat.releases_checked_trees`)."""
         return self._had_statements and not self.defs
+
+    def place(self, where: Context) -> Place:
+        """The facts of the place of ``where`` in the file (see :func:`place`)."""
+        return self.statements.place(where.line)
+
+    def values_assigned(self, name: str, used: Context) -> list[Expression]:
+        """Every value assigned to ``name`` in the function that ``used`` is in (see :func:`values_assigned`)."""
+        statements = self.statements
+        # Remembered per name and line: the numbers of a call ask for the same names often, and a module
+        # assigns a common name (``h``) in every one of its functions, all of which the search goes through.
+        key = (name, used.line)
+        known = statements.values_assigned.get(key)
+        if known is None:
+            found = [(first, value) for _, first, last, value in statements.name_assignments.get(name, ())
+                     if first <= used.line <= last]
+            innermost = max((first for first, _ in found), default=None)
+            known = statements.values_assigned[key] = [value for first, value in found if first == innermost]
+        return list(known)
+
+    def is_written_later(self, value: Context) -> bool:
+        """Whether ``value`` starts a buffer that its function writes in place (see :func:`is_written_later`)."""
+        return value in self.statements.buffers_written_in_place
 
     @property
     def statements(self) -> StatementFacts:

@@ -13,7 +13,6 @@ that does not use SPMD annotations.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 from typing import Final, TypeAlias, TypeGuard
 
 from mypy.nodes import (
@@ -158,20 +157,24 @@ def _is_tensor_list(proper: ProperType) -> TypeGuard[Instance]:
 
 def check_function(session: Session, ctx: FunctionContext, name: str) -> Verdict:
     """A call of torch function ``name``."""
-    if not _involves_spmd(session, ctx):
+    # Each field of the context read once: from compiled code every read of a mypy object's attribute is generic.
+    api, arg_types = ctx.api, ctx.arg_types
+    facts = files.file_facts(session, api)
+    if not _involves_spmd(facts, arg_types):
         return Verdict()
     rule = lookup(name)
     default = ctx.default_return_type
     if _is_any(default):  # the first tensor argument is looked for only where mypy's result is Any
-        first_tensor = next((t for types in ctx.arg_types for t in types if plain_tensor(t) is not None), None)
+        first_tensor = next((t for types in arg_types for t in types if plain_tensor(t) is not None), None)
         if first_tensor is not None:
             default = _untyped_returns_tensor(default, name, rule, first_tensor)
-    key = _op_key(session, ctx, name, rule, default, arguments_key(ctx.callee_arg_names, ctx.arg_types, ctx.args))
+    names, args, context = ctx.callee_arg_names, ctx.args, ctx.context
+    key = _op_key(facts, context, name, rule, default, arguments_key(names, arg_types, args, facts=facts))
     known = _OPS.get(key) if key is not None else None
     if known is not None:
         return known.verdict(default)
-    numbers = NumberReader(session, ctx.api, ctx.context)
-    arguments = read_arguments(session, ctx.api, rule, ctx.callee_arg_names, ctx.arg_types, ctx.args, numbers=numbers)
+    numbers = NumberReader(session, api, context)
+    arguments = read_arguments(session, api, rule, names, arg_types, args, numbers=numbers)
     return remember(key, _apply(session, ctx, default, name, rule, arguments, numbers=numbers))
 
 
@@ -189,7 +192,7 @@ def _untyped_returns_tensor(default: Type, name: str, rule: OpRule, like: Type) 
 
 def check_builtin_sum(session: Session, ctx: FunctionContext) -> Verdict:
     """Python's ``sum(tensors)`` or ``sum(tensors, start)``: the sum of the elements."""
-    if not _involves_spmd(session, ctx):
+    if not _involves_spmd(files.file_facts(session, ctx.api), ctx.arg_types):
         return Verdict()
     names = ("iterable", "start")[: len(ctx.arg_types)]
     args = [list(exprs) for exprs in ctx.args]
@@ -225,45 +228,48 @@ def _container_summed(session: Session, ctx: FunctionContext, iterable: Expressi
 
 def check_method(session: Session, ctx: MethodContext, method: str) -> Verdict:
     """A call of tensor method ``method`` (operators included)."""
-    if not (_involves_spmd(session, ctx) or has_spmd(ctx.type) or _is_union(ctx.type)):
+    api, arg_types, receiver_type, context = ctx.api, ctx.arg_types, ctx.type, ctx.context
+    facts = files.file_facts(session, api)
+    if not (_involves_spmd(facts, arg_types) or has_spmd(receiver_type) or _is_union(receiver_type)):
         return Verdict()
     name = method_name(method)
     rule = lookup(name)
-    receiver = _receiver(ctx.context, method)
+    receiver = _receiver(context, method)
     operator = method in OPERATOR_SYMBOLS
     # mypy checks a method or operator on a union (a variable typed differently by
     # branch) one member at a time, on either side of an operator; the union itself
     # is on the operand's expression.
     args = ctx.args
-    if operator and isinstance(ctx.context, OpExpr) and args and len(args[0]) == 1:
+    if operator and isinstance(context, OpExpr) and args and len(args[0]) == 1:
         # The other side as written: mypy hands a reflected operator (__rmatmul__) a stand-in expression.
-        args = [[ctx.context.left if method.startswith("__r") else ctx.context.right], *args[1:]]
+        args = [[context.left if method.startswith("__r") else context.right], *args[1:]]
     operands = [receiver] if receiver is not None else []
     if operator and args and args[0]:
         operands.append(args[0][0])
     for operand in operands:
-        whole = expression_type(ctx.api, operand)
+        whole = expression_type(api, operand)
         if whole is None or not _is_union(whole):
             continue  # only a union reads as divergent: the common operand is not read twice
         divergent = Encoder.read(whole)
         if isinstance(divergent, Divergent):
-            divergent = settle(session, ctx.api, operand, divergent)
+            divergent = settle(session, api, operand, divergent)
         if isinstance(divergent, Divergent):
             verdict = Verdict(result=UNKNOWN)
             report_divergent(verdict, operand, divergent, speculative=operator)
             return verdict
-    names: Sequence[str | None] = ctx.callee_arg_names
+    names: list[str | None] = ctx.callee_arg_names
     if method.startswith("__") and not any(names):
         # mypy passes no parameter names for operators; torch's signatures name them so.
-        names = list(_OPERATOR_PARAMS.get(method, ("other",)))[: len(ctx.arg_types)]
-    default = _untyped_returns_tensor(ctx.default_return_type, name, rule, ctx.type)
-    key = _op_key(session, ctx, name, rule, default, arguments_key(names, ctx.arg_types, args, (ctx.type, receiver)))
+        names = [param for param in _OPERATOR_PARAMS.get(method, ("other",))[: len(arg_types)]]
+    default = _untyped_returns_tensor(ctx.default_return_type, name, rule, receiver_type)
+    arguments_keyed = arguments_key(names, arg_types, args, (receiver_type, receiver), facts)
+    key = _op_key(facts, context, name, rule, default, arguments_keyed)
     known = _OPS.get(key) if key is not None else None
     if known is not None:
         return known.verdict(default, speculative=operator)
-    numbers = NumberReader(session, ctx.api, ctx.context)
-    arguments = read_arguments(session, ctx.api, rule, names, ctx.arg_types, args, (ctx.type, receiver), numbers)
-    if isinstance(ctx.context, OperatorAssignmentStmt):  # p += 1: no call around the target p writes back into it
+    numbers = NumberReader(session, api, context)
+    arguments = read_arguments(session, api, rule, names, arg_types, args, (receiver_type, receiver), numbers)
+    if isinstance(context, OperatorAssignmentStmt):  # p += 1: no call around the target p writes back into it
         arguments.written = [None if operand.param == "input" else written
                              for operand, written in zip(arguments.operands, arguments.written)]
     verdict = _apply(session, ctx, default, name, rule, arguments, speculative=operator, numbers=numbers)
@@ -280,7 +286,7 @@ _ALIASING_CASTS: Final = frozenset({spmd_function("reinterpret")})
 
 def check_partial_output_call(session: Session, ctx: FunctionContext, function: PartialOutputFunction) -> Verdict:
     """``spmd_types.matmul(x, w, out_partial_axes="tp")`` and its kin: the torch op, then ``P`` on those axes."""
-    if not _involves_spmd(session, ctx):
+    if not _involves_spmd(files.file_facts(session, ctx.api), ctx.arg_types):
         return Verdict()
     names: list[str] = []
     arg_types: list[list[Type]] = []
@@ -336,7 +342,9 @@ def check_module_call(session: Session, ctx: MethodContext, module: str) -> Verd
     would end all checking of what follows it.  The module's own parameters
     (``weight``, ``bias``) are operands of unknown type.
     """
-    if not ctx.arg_types or not ctx.arg_types[0] or not _involves_spmd(session, ctx):
+    if not ctx.arg_types or not ctx.arg_types[0]:
+        return Verdict()
+    if not _involves_spmd(files.file_facts(session, ctx.api), ctx.arg_types):
         return Verdict()
     x_type, x_expr = ctx.arg_types[0][0], ctx.args[0][0]
     tensor = plain_tensor(x_type)
@@ -367,12 +375,13 @@ def check_property(session: Session, ctx: AttributeContext, attribute: str) -> V
     return Verdict(result=result, rank=rank, orders=orders, fit=bool(orders))
 
 
-def _involves_spmd(session: Session, ctx: FunctionContext | MethodContext) -> bool:
-    """Whether the call is in a module that uses SPMD types, or has an SPMD-typed argument.
+def _involves_spmd(facts: files.FileFacts | None, arg_types: list[list[Type]]) -> bool:
+    """Whether the call is in a module that uses SPMD types (``facts``: the module's, see
+    :func:`~spmd_mypy.files.file_facts`), or has an SPMD-typed argument (of ``arg_types``).
 
     The fast path for everything else (torch's own sources on a cold run).
     """
-    return files.uses_spmd(session, ctx.api) or any(has_spmd(t) for types in ctx.arg_types for t in types)
+    return (facts is not None and facts.uses_spmd) or any(has_spmd(t) for types in arg_types for t in types)
 
 
 def _is_any(typ: Type) -> bool:
@@ -443,15 +452,16 @@ _OPS_MAX: Final = 8192
 
 
 def _op_key(
-    session: Session,
-    ctx: FunctionContext | MethodContext,
+    facts: files.FileFacts | None,
+    context: Context,
     name: str,
     rule: OpRule,
     default: Type,
     arguments: tuple[object, ...] | None,
 ) -> OpKey | None:
-    """Everything that :func:`_apply` decides op ``name`` from, where the arguments have a key (see
-    :func:`~spmd_mypy.values.arguments_key`); ``None`` where the op takes the full check.  The op's
+    """Everything that :func:`_apply` decides op ``name`` at ``context`` from, where the arguments have a key
+    (see :func:`~spmd_mypy.values.arguments_key`) and the facts of the module are known (``facts``, see
+    :func:`~spmd_mypy.files.file_facts`); ``None`` where the op takes the full check.  The op's
     ``rule`` is the core's for ``name`` (:func:`~spmd_types.typesystem.lookup`), so the name stands for it.
 
     Besides the arguments that is what mypy's result ``default`` is (a tensor or
@@ -463,12 +473,11 @@ def _op_key(
     written in place later, which their key holds too.  Ops that write in place
     consult what their input aliases and are never keyed.
     """
-    if arguments is None or rule.inplace:
+    if arguments is None or rule.inplace or facts is None:
         return None
     # Ops that make constants also ask whether the module uses SPMD types and whether the buffer is written later.
-    constants = (files.uses_spmd(session, ctx.api), files.is_written_later(session, ctx.api, ctx.context)
-                 ) if rule.makes_constants else ()
-    return (name, arguments, _result_facts(default), files.place(session, ctx.api, ctx.context), constants)
+    constants = (facts.uses_spmd, facts.is_written_later(context)) if rule.makes_constants else ()
+    return (name, arguments, _result_facts(default), facts.place(context), constants)
 
 
 def _result_facts(default: Type) -> tuple[bool, bool]:

@@ -52,6 +52,7 @@ from mypy.types import (
 from spmd_mypy.axes import int_literal
 from spmd_mypy.compat import expression_type
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
+from spmd_mypy.files import FileFacts
 from spmd_mypy.fullnames import CONSTANTS, FLOAT, INFINITIES, NUMBERS, SEQUENCES, STR
 from spmd_mypy.identity import IdentityMemo
 from spmd_mypy.numbers import NumberReader
@@ -165,10 +166,11 @@ def read_arguments(
 
 
 def arguments_key(
-    formal_names: Sequence[str | None],
-    arg_types: Sequence[Sequence[Type]],
-    args: Sequence[Sequence[Expression]],
+    formal_names: list[str | None],
+    arg_types: list[list[Type]],
+    args: list[list[Expression]],
     receiver: tuple[Type, Expression | None] | None = None,
+    facts: FileFacts | None = None,
 ) -> tuple[object, ...] | None:
     """A key that decides all that :func:`read_arguments` reads from these arguments, where one is cheap to
     tell; else ``None``.
@@ -176,8 +178,10 @@ def arguments_key(
     That is where every argument is a tensor of one type (no union), which
     reads as its SPMD type and rank, or a literal (``2``, ``-1``, ``0.5``,
     ``"sum"``, ``True``), a declared variable or parameter, or arithmetic on
-    them, which no number computed from ranks can be; and no argument is an
-    ``out=`` tensor.  A tensor's key is its SPMD type, rank and
+    them, which no number computed from ranks can be, or, where ``facts`` (the
+    checked file's, :func:`~spmd_mypy.files.file_facts`) are given, a variable
+    that its function assigns only literals (``eps = 1e-6``), which the number
+    reader finds constant; and no argument is an ``out=`` tensor.  A tensor's key is its SPMD type, rank and
     entry orders.  Together with the op's rule, such a key
     decides the operands, what is passed and the literal values, everything but
     how each operand is spelled.  It follows :func:`_read_value`'s cases:
@@ -189,17 +193,27 @@ def arguments_key(
     """
     parts: list[object] = []
     if receiver is not None:
-        part = _value_key(*receiver)
+        part = _value_key(receiver[0], receiver[1], facts)
         if part is None:
             return None
         parts.append(part)
-    for name, types, exprs in zip(formal_names, arg_types, args):
+    # Index loops over lists rather than zip(): they compile to plain list indexing.
+    count = len(formal_names)
+    if len(arg_types) < count:
+        count = len(arg_types)
+    if len(args) < count:
+        count = len(args)
+    for k in range(count):
+        name = formal_names[k]
+        types = arg_types[k]
+        exprs = args[k]
         param = canonical_param(name or "")
         if param == "out" and exprs:
             return None
         parts.append(param)
-        for typ, expr in zip(types, exprs):
-            part = _value_key(typ, expr)
+        values = len(types) if len(types) < len(exprs) else len(exprs)
+        for j in range(values):
+            part = _value_key(types[j], exprs[j], facts)
             if part is None:
                 return None
             parts.append(part)
@@ -229,31 +243,32 @@ value flows to the same type object (a parameter's at each use, an op's result, 
 :class:`Encoder`)."""
 
 
-def _value_key(typ: Type, expr: Expression | None) -> int | None:
+def _value_key(typ: Type, expr: Expression | None, file: FileFacts | None) -> int | None:
     """The number of what one argument reads as, for :func:`arguments_key`; ``None`` where that takes the
     full reading."""
     known = _TENSOR_KEYS.get(typ)
     if known is not None:
         return known[1]
     proper = get_proper_type(typ)
-    facts = _literal_facts(proper, expr)
+    facts = _literal_facts(proper, expr, file)
     if facts is not None:
         number = _LITERAL_KEYS.get(facts)
         if number is None:
-            number = _read_key(typ, proper, expr)
+            number = _read_key(typ, proper, expr, constant=True)
             if number is not None:
                 bounded_put(_LITERAL_KEYS, facts, number, _LITERAL_KEYS_MAX)
         return number
     return _read_key(typ, proper, expr)
 
 
-def _read_key(typ: Type, proper: ProperType, expr: Expression | None) -> int | None:
-    """:func:`_value_key` read in full, for an argument of type ``typ`` (``proper``, expanded)."""
+def _read_key(typ: Type, proper: ProperType, expr: Expression | None, constant: bool = False) -> int | None:
+    """:func:`_value_key` read in full, for an argument of type ``typ`` (``proper``, expanded); ``constant``
+    where the number reader is known to read ``expr`` as a constant (see :func:`_literal_facts`)."""
     if isinstance(proper, Instance) and is_tensor(proper):
         # No literal types as a tensor: literal_value() is NOT_KNOWN for every tensor expression.
         return _TENSOR_KEYS.put(typ, _numbered((_TENSOR, Encoder.read(proper), Encoder.rank(proper),
                                                 Encoder.orders(proper))))
-    if not _read_as_constant(expr) or isinstance(proper, TupleType) or (
+    if not (constant or _read_as_constant(expr)) or isinstance(proper, TupleType) or (
             isinstance(proper, Instance) and proper.type.fullname in SEQUENCES):
         return None
     literal = literal_value(expr) if expr is not None else NOT_KNOWN
@@ -262,23 +277,68 @@ def _read_key(typ: Type, proper: ProperType, expr: Expression | None) -> int | N
 
 
 _LITERAL_KEYS: Final[dict[tuple[object, ...], int]] = {}
-"""The number of what a literal number or string reads as, by :func:`_literal_facts`: the same few literals
-(``-1``, ``2``, ``0.5``) are passed at thousands of calls."""
+"""The number of what a number or string argument reads as, by :func:`_literal_facts`: the same few literals
+(``-1``, ``2``, ``0.5``) and declared sizes (``dim``, ``3 * hidden``) are passed at thousands of calls."""
 _LITERAL_KEYS_MAX: Final = 4096
 _LITERAL_TYPES: Final = NUMBERS | {STR}
 
 
-def _literal_facts(proper: ProperType, expr: Expression | None) -> tuple[object, ...] | None:
-    """What decides how a number or string literal (``2``, ``-1``, ``0.5``, ``"sum"``) of a plain number or
-    str type reads, all of which :func:`_read_key` reads from it: the literal's class and value, a sign before
-    it, and the name of its type (for :func:`_is_number`); ``None`` for any other argument."""
-    if not isinstance(proper, Instance) or proper.type.fullname not in _LITERAL_TYPES:
+def _literal_facts(proper: ProperType, expr: Expression | None, file: FileFacts | None) -> tuple[object, ...] | None:
+    """What decides how an argument of a plain number or str type reads, where that is cheap to tell and the
+    number reader reads it as a constant, all that :func:`_read_key` reads from it; ``None`` for any other
+    argument.
+
+    The name of the type (for :func:`_is_number`) and, by the argument's form:
+
+    * a literal (``2``, ``-1``, ``0.5``, ``"sum"``): its class and value, and a sign before it;
+    * a builtin constant (``True``): its name, and whether mypy knows it as 0 (for :func:`_is_zero`);
+    * a declared variable or parameter (``dim``): whether mypy knows it as 0; the reader never follows
+      it, and its value is not known (see :func:`_read_as_constant`);
+    * an inferred variable to which its function assigns only literals (``eps = 1e-6``), where the facts
+      of the checked ``file`` are given: the same as a declared one, since the reader, which follows it
+      to those values (:meth:`~spmd_mypy.numbers.NumberReader.read`), finds a constant;
+    * arithmetic on declared variables and literals (``3 * hidden``): nothing more; it is never known as
+      0 nor has a literal value.
+
+    ``self``, any other inferred variable, or any other expression gets ``None``: the reader may find a
+    number that depends on the rank.
+    """
+    if not isinstance(proper, Instance):
+        return None
+    fullname = proper.type.fullname
+    if fullname not in _LITERAL_TYPES:
         return None
     if isinstance(expr, (IntExpr, FloatExpr, StrExpr)):
-        return (type(expr), expr.value, proper.type.fullname)
-    if isinstance(expr, UnaryExpr) and expr.op in ("-", "+") and isinstance(expr.expr, (IntExpr, FloatExpr)):
-        return (expr.op, type(expr.expr), expr.expr.value, proper.type.fullname)
-    return None
+        return (type(expr), expr.value, fullname)
+    if isinstance(expr, NameExpr):
+        node = expr.node
+        if not isinstance(node, Var):
+            return None
+        known = proper.last_known_value
+        zero = known is not None and known.value == 0
+        if node.is_inferred:
+            return (_DECLARED, fullname, zero) if file is not None and _assigned_literals(file, expr) else None
+        name = expr.fullname
+        if name in CONSTANTS:
+            return (NameExpr, name, fullname, zero)
+        return None if node.is_self else (_DECLARED, fullname, zero)
+    if isinstance(expr, UnaryExpr):
+        operand = expr.expr
+        if expr.op in ("-", "+") and isinstance(operand, (IntExpr, FloatExpr)):
+            return (expr.op, type(operand), operand.value, fullname)
+    return (_ARITHMETIC, fullname) if _read_as_constant(expr) else None
+
+
+def _assigned_literals(file: FileFacts, name: NameExpr) -> bool:
+    """Whether every value that the function of ``name`` assigns to it is a literal."""
+    for value in file.values_assigned(name.name, name):
+        if not _plain_literal(value):
+            return False
+    return True
+
+
+_DECLARED: Final = "declared"
+_ARITHMETIC: Final = "arithmetic"
 
 
 def _plain_literal(expr: Expression | None) -> bool:
