@@ -383,26 +383,32 @@ def fit_declared(
     and, when a collective (its ``producer``) computed the value, that the fix
     offered on its axis is that call with the declared type as its ``dst``.
     """
-    context_type = api.type_context[-1] if api.type_context else None
-    declared_result = declared_return_type(api)
+    contexts = api.type_context
+    context_type = contexts[-1] if contexts else None
     if context_type is None:
         # mypy's second try of a return, without context, is still the return; a value of any other expression
         # without context goes into no declaration.
-        if (declared_result is None or _declared_in(declared_result) is None
-                or not files.is_returned(session, api, context)):
+        declared_result = declared_return_type(api)
+        if declared_result is None:
             return result
-        context_type = declared_result
-    expected = _declared_in(context_type)
-    if expected is None:
-        return result  # what every branch below comes to; most checked ops are operands of another op
-    if context_type is declared_result or (declared_result is not None and files.is_returned(session, api, context)):
-        where = RETURN_VALUE  # the second: a copy of a method for a value of its class's type variable
-    elif not _is_declaration(expected):
-        return result
-    elif files.assigned_to_inferred(session, api, context):
-        return _kept(session, api, result)  # a parameter that allow_redefinition lets be re-bound
+        expected = _declared_in(declared_result)
+        if expected is None or not files.is_returned(session, api, context):
+            return result
+        where = RETURN_VALUE
     else:
-        where = "value of a declared type"
+        expected = _declared_in(context_type)
+        if expected is None:
+            return result  # what every branch below comes to; most checked ops are operands of another op
+        declared_result = declared_return_type(api)
+        if context_type is declared_result or (
+                declared_result is not None and files.is_returned(session, api, context)):
+            where = RETURN_VALUE  # the second: a copy of a method for a value of its class's type variable
+        elif not _is_declaration(expected):
+            return result
+        elif files.assigned_to_inferred(session, api, context):
+            return _kept(session, api, result)  # a parameter that allow_redefinition lets be re-bound
+        else:
+            where = "value of a declared type"
     declared, value = Encoder.read(expected), Encoder.read(result)
     if not isinstance(declared, SpmdType):
         return result

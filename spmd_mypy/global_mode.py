@@ -120,11 +120,13 @@ def call_result_violations(
     where the value enters, when ``where`` is in a global function (in a local region, on the axes it keeps
     global).
     """
+    at = files.place(session, api, where)
+    if not at.global_mode:  # most calls are in local code: nothing to read
+        return ()
     proper = get_proper_type(returned)
     found = [Encoder.read(item) for item in (proper.items if isinstance(proper, TupleType) else [proper])]
     typed = [t for t in found if isinstance(t, SpmdType)]
-    at = files.place(session, api, where)
-    if not any(global_call_violation(callee, t) for t in typed) or not at.global_mode:
+    if not any(global_call_violation(callee, t) for t in typed):
         return ()
     local = at.local_axes  # in a local region, V on its axes is local SPMD
     kept = (SpmdType({axis: kind for axis, kind in t.items() if axis not in local}) for t in typed)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TypeAlias, TypeGuard, TypeVar
+from typing import Any, TypeAlias, TypeGuard, TypeVar
 
 from mypy.nodes import Context, TypeInfo
 from mypy.plugin import (
@@ -107,6 +107,22 @@ RoutedHook = TypeVar("RoutedHook", bound=Callable[..., object])
 
 Handler: TypeAlias = Callable[[Session, HookContext], Verdict]
 """A handler of a call or an attribute: what it found, for :func:`finish` to apply."""
+
+
+class Bound:
+    """A handler that takes a third argument, with that argument: what the routing tables give a name whose
+    handler needs more than the call (an op's name, a collective's), for :class:`_Checks` to pass.
+
+    Not a ``functools.partial`` with a keyword: calling one builds the keyword arguments anew at every call.
+    """
+
+    def __init__(self, function: Callable[[Session, Any, Any], Verdict], argument: object) -> None:
+        self.function = function
+        self.argument = argument
+
+
+Route: TypeAlias = Handler[HookContext] | Bound
+"""What the routing tables give a name: a handler, or one bound to its third argument."""
 
 Decision: TypeAlias = tuple[Answer | None, RoutedHook | None]
 """A remembered answer to a hook question: the hook, and the user callable's answer it holds while
@@ -197,18 +213,18 @@ class Router:
                 return self._decided(self._functions, fullname, None, routed)
         return self._declared_function_hook(fullname)
 
-    def _function_handler(self, fullname: str) -> Handler[FunctionContext] | None:
+    def _function_handler(self, fullname: str) -> Route[FunctionContext] | None:
         """The handler the routing tables give function ``fullname``: a function of the name alone."""
         if (call := COLLECTIVES.get(fullname)) is not None:
-            return partial(collectives.check_collective, call=call)
+            return Bound(collectives.check_collective, call)
         if (function := ops.PARTIAL_OUTPUTS.get(fullname)) is not None:
-            return partial(ops.check_partial_output_call, function=function)
+            return Bound(ops.check_partial_output_call, function)
         if (equivalent := EQUIVALENTS.get(fullname)) is not None:
-            return partial(ecosystem.check_library_call, equivalent=equivalent)
+            return Bound(ecosystem.check_library_call, equivalent)
         if (in_place := IN_PLACE.get(fullname)) is not None:
-            return partial(ecosystem.check_in_place_call, entry=in_place)
+            return Bound(ecosystem.check_in_place_call, in_place)
         if (role := GROUP_GETTERS.get(fullname)) is not None:
-            return partial(ecosystem.group_of_role, role=role)
+            return Bound(ecosystem.group_of_role, role)
         if fullname in SIZE_GETTERS or fullname == AXIS_SIZE:
             return size_one.size_getter
         if fullname == INIT_DEVICE_MESH:
@@ -224,11 +240,11 @@ class Router:
         if fullname == BUILTIN_SUM:
             return ops.check_builtin_sum
         if fullname in AUTOGRAD_FUNCTIONS:
-            return partial(gradients.check_autograd_call, name=fullname)
+            return Bound(gradients.check_autograd_call, fullname)
         if fullname == ASSERT_TYPE:
             return collectives.check_assert_type
         if (public := public_function_name(fullname)) is not None:
-            return partial(ops.check_function, name=public)
+            return Bound(ops.check_function, public)
         return None
 
     def _declared_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
@@ -288,13 +304,13 @@ class Router:
                 return self._decided(self._methods, fullname, None, routed)
         return self._declared_method_hook(fullname)
 
-    def _method_handler(self, fullname: str) -> Handler[MethodContext] | None:
+    def _method_handler(self, fullname: str) -> Route[MethodContext] | None:
         """The handler the routing tables give method ``fullname``: a function of the name alone."""
         if (equivalent := EQUIVALENTS.get(fullname)) is not None:  # DeepSpeed's _SeqAllToAll.apply
-            return partial(ecosystem.check_library_call, equivalent=equivalent)
+            return Bound(ecosystem.check_library_call, equivalent)
         owner, method = method_of(fullname)
         if owner in TENSOR_RECEIVERS:
-            return gradients.check_backward_method if method == "backward" else partial(ops.check_method, method=method)
+            return gradients.check_backward_method if method == "backward" else Bound(ops.check_method, method)
         if owner in DTENSOR_RECEIVERS and method in _DTENSOR_METHODS:
             return _DTENSOR_METHODS[method]
         if owner in GROUP_RECEIVERS and method == "size":
@@ -306,7 +322,7 @@ class Router:
         if owner == LOCAL_REGION_DECORATOR and method == "__call__":
             return regions.check_decorated
         if method == "__call__" and (module_op := ops.torch_module_op(owner)) is not None:
-            return partial(ops.check_module_call, module=module_op)
+            return Bound(ops.check_module_call, module_op)
         return None
 
     def _declared_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
@@ -314,7 +330,7 @@ class Router:
         owner, method = method_of(fullname)
         declared = declared_method(self._session, owner, method)
         callee = f"{owner.rpartition('.')[2]}.{'forward' if method in ('__call__', 'apply') else method}"
-        handler: Handler[MethodContext] | None = _boundary_handler(declared, callee)
+        handler: Route[MethodContext] | None = _boundary_handler(declared, callee)
         return self._decided(self._methods, fullname, declared, self._calls_or_none(handler))
 
     def method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
@@ -342,10 +358,10 @@ class Router:
                 return self._decided(self._attributes, fullname, None, routed)
         return self._declared_attribute_hook(fullname, owner, attribute)
 
-    def _property_handler(self, owner: str, attribute: str) -> Handler[AttributeContext] | None:
+    def _property_handler(self, owner: str, attribute: str) -> Route[AttributeContext] | None:
         """The handler the routing tables give attribute ``owner.attribute``: a tensor property, by the name alone."""
         if owner in TENSOR_PROPERTY_OWNERS and attribute in TENSOR_PROPERTIES:
-            return partial(ops.check_property, attribute=attribute)
+            return Bound(ops.check_property, attribute)
         return None
 
     def _declared_attribute_hook(self, fullname: str, owner: str, attribute: str
@@ -369,28 +385,14 @@ class Router:
             return self._attribute_hook_or_none(partial(flags.read_flag, owner=info, flag=attribute))
         return None
 
-    def _attribute_hook_or_none(
-        self, handler: Handler[AttributeContext] | None
-    ) -> Callable[[AttributeContext], Type] | None:
-        if handler is None:
-            return None
-        session = self._session
-        return self._guarded(
-            lambda ctx: finish(session, ctx.api, ctx.context, ctx.default_attr_type, handler(session, ctx)),
-            lambda ctx: ctx.default_attr_type,
-        )
+    def _attribute_hook_or_none(self, route: Route[AttributeContext] | None
+                                ) -> Callable[[AttributeContext], Type] | None:
+        return _Checks(self._session, route, attribute=True) if route is not None else None
 
     # -- how each kind of hook runs its handler --------------------------------------
 
-    def _calls_or_none(self, handler: Handler[CallContext] | None) -> Callable[[CallContext], Type] | None:
-        return self._calls(handler) if handler is not None else None
-
-    def _calls(self, handler: Handler[CallContext]) -> Callable[[CallContext], Type]:
-        session = self._session
-        return self._guarded(
-            lambda ctx: finish(session, ctx.api, ctx.context, ctx.default_return_type, handler(session, ctx)),
-            lambda ctx: ctx.default_return_type,
-        )
+    def _calls_or_none(self, route: Route[CallContext] | None) -> Callable[[CallContext], Type] | None:
+        return _Checks(self._session, route) if route is not None else None
 
     def _signatures(
         self, handler: Callable[[Session, SignatureContext], FunctionLike]
@@ -419,13 +421,50 @@ class Router:
         return guarded
 
 
-def _boundary_handler(declared: Answer, callee: str) -> Handler[CallContext] | None:
+def _boundary_handler(declared: Answer, callee: str) -> Route[CallContext] | None:
     """The handler of a call of a user callable spelled ``callee``, by what it ``declared``."""
     if declared.signature is not None:
-        return partial(boundaries.check_call, callee=callee)
+        return Bound(boundaries.check_call, callee)
     if declared.plain_result:
         return gradual.unknown_result
     return None
+
+
+class _Checks:
+    """How a call or attribute hook runs its route: the handler, then :func:`finish`; an internal failure
+    falls back to mypy's own type instead of crashing mypy (with the ``debug`` option, also a note).
+
+    One class with its own ``__call__`` (mypyc gives such a class a vectorcall slot; a subclass adding
+    ``__call__`` to a base without one crashed the compiled build).  One compiled object per hook, called
+    by mypy for every checked expression: it reads each field of
+    mypy's context once and calls the handler with positional arguments, where a closure around a
+    closure around a ``functools.partial`` made three calls and a keyword dictionary.
+    """
+
+    def __init__(self, session: Session, route: Route[Any], attribute: bool = False) -> None:
+        self._session = session
+        self._for_attribute = attribute  # an attribute hook: mypy's own type is the context's default_attr_type
+        self._debug = session.options.debug
+        if isinstance(route, Bound):
+            self._function: Callable[..., Verdict] = route.function
+            self._argument = route.argument
+            self._bound = True
+        else:
+            self._function = route
+            self._argument = None
+            self._bound = False
+
+    def __call__(self, ctx: Any) -> Type:  # FunctionContext, MethodContext or AttributeContext
+        """The type of the expression of ``ctx``."""
+        default: Type = ctx.default_attr_type if self._for_attribute else ctx.default_return_type
+        try:
+            session = self._session
+            verdict = self._function(session, ctx, self._argument) if self._bound else self._function(session, ctx)
+            return finish(session, ctx.api, ctx.context, default, verdict)
+        except Exception as error:  # the plugin must never crash mypy
+            if self._debug:
+                _note_failure(ctx, error)
+            return default
 
 
 def finish(session: Session, api: CheckerPluginInterface, context: Context, default: Type, verdict: Verdict) -> Type:
@@ -436,12 +475,15 @@ def finish(session: Session, api: CheckerPluginInterface, context: Context, defa
     fitted to the declaration the value goes into; then every violation found
     (the declaration's last) is reported.
     """
-    typed = verdict.returns if verdict.returns is not None else default
-    if verdict.result is not None:
-        typed = typed_result(session, api, typed, verdict.result, verdict.rank, verdict.orders)
+    returns = verdict.returns
+    typed = returns if returns is not None else default
+    result = verdict.result
+    if result is not None:
+        typed = typed_result(session, api, typed, result, verdict.rank, verdict.orders)
     if verdict.fit:
         typed = fit_declared(session, api, typed, context, verdict)
-    emit(api, size_one.remaining(session, api, verdict.reports))
+    if verdict.reports:  # most checks find nothing to report
+        emit(api, size_one.remaining(session, api, verdict.reports))
     return typed
 
 
