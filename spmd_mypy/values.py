@@ -315,8 +315,7 @@ def _literal_facts(proper: ProperType, expr: Expression | None, file: FileFacts 
         node = expr.node
         if not isinstance(node, Var):
             return None
-        known = proper.last_known_value
-        zero = known is not None and known.value == 0
+        zero = _is_zero(proper, expr)
         if node.is_inferred:
             return (_DECLARED, fullname, zero, False) if file is not None and _assigned_literals(file, expr) else None
         name = expr.fullname
