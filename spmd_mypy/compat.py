@@ -81,6 +81,7 @@ from mypy.types import (
 )
 
 from spmd_mypy.fullnames import AUTOGRAD_FUNCTION, NO_GRAD
+from spmd_types.typesystem import bounded_put
 
 __all__ = [
     "Mismatch",
@@ -149,9 +150,7 @@ def lookup_type_info(modules: dict[str, MypyFile] | None, fullname: str) -> Type
     split = _SPLIT_NAMES.get(fullname)
     if split is None:
         module, _, name = fullname.rpartition(".")
-        split = (module, name)
-        if len(_SPLIT_NAMES) < _SPLIT_NAMES_MAX:
-            _SPLIT_NAMES[fullname] = split
+        split = bounded_put(_SPLIT_NAMES, fullname, (module, name), _SPLIT_NAMES_MAX)
     module, name = split
     tree = modules.get(module)
     symbol = tree.names.get(name) if tree is not None else None
