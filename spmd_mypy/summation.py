@@ -13,9 +13,6 @@ with its type on the axis from mypy's type map::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from functools import partial
-
 from mypy.nodes import CallExpr, Expression, MemberExpr, NameExpr, OpExpr, RefExpr
 from mypy.plugin import FunctionContext, MethodContext
 
@@ -64,44 +61,59 @@ def check_summed_input(
     built = files.value_of(session, ctx.api, x.name, ctx.context) if isinstance(x, NameExpr) else x
     if built is None:
         return
-    terms = list(_summands(ctx, built, axis))
+    terms: list[Expression | _Product] = []
+    _split(built, terms)
     if len(terms) < 2:
         return
-    summands = [term() for term in terms]
+    summands = [_product(ctx, term, axis) if isinstance(term, _Product) else _summand(ctx, term, axis)
+                for term in terms]
     violation = summed_replicated_term(call, axis, summands)
     if violation is not None:
         verdict.report([violation], ctx.context, where, tuple(n for n, _ in summands), source(x))
 
 
-def _summands(ctx: FunctionContext | MethodContext, expr: Expression, axis: str) -> Iterator[Callable[[], Summand]]:
-    """The summands of ``expr``, each to be read (spelled, and typed on ``axis``) only where there are two or more."""
+def _split(expr: Expression, terms: list[Expression | _Product]) -> None:
+    """Append the summands of ``expr`` to ``terms``: each is read (spelled, and typed on the axis) only where there
+    are two or more.  A list filled by plain recursion: a generator per level cost more than the reading saved."""
     if isinstance(expr, OpExpr) and expr.op in ("+", "-"):
-        yield from _summands(ctx, expr.left, axis)
-        yield from _summands(ctx, expr.right, axis)
+        _split(expr.left, terms)
+        _split(expr.right, terms)
         return
     op = _called_op(expr) if isinstance(expr, CallExpr) else None
-    if op is not None and op.name in SUM_OPS:
+    if op is None:
+        terms.append(expr)
+        return
+    if op.name in SUM_OPS:
         for operand in (op.argument("input"), op.argument("other")):
             if operand is not None:
-                yield from _summands(ctx, operand, axis)
+                _split(operand, terms)
         return
-    bias_param = BIASED_PRODUCTS.get(op.name) if op is not None else None
-    bias = op.argument(bias_param) if op is not None and bias_param is not None else None
-    if op is not None and bias_param is not None and bias is not None:
-        yield partial(_product, ctx, op, bias_param, axis)
-        yield partial(_summand, ctx, bias, axis)
+    bias_param = BIASED_PRODUCTS.get(op.name)
+    bias = op.argument(bias_param) if bias_param is not None else None
+    if bias_param is not None and bias is not None:
+        terms.append(_Product(op, bias_param))
+        terms.append(bias)
         return
-    yield partial(_summand, ctx, expr, axis)
+    terms.append(expr)
 
 
 def _summand(ctx: FunctionContext | MethodContext, expr: Expression, axis: str) -> Summand:
     return spell(expr), _kind(ctx, expr, axis)
 
 
-def _product(ctx: FunctionContext | MethodContext, op: _Op, bias_param: str, axis: str) -> Summand:
-    """The product that ``op`` adds its ``bias_param`` to: varying where one of its factors is."""
-    product = next(term for term in lookup(op.name).terms if bias_param not in term)
-    kinds = [_kind(ctx, e, axis) for e in map(op.argument, product) if e is not None]
+class _Product:
+    """The product that a biased op (``F.linear``) adds its bias argument to, a summand of its own."""
+
+    def __init__(self, op: _Op, bias_param: str) -> None:
+        self.op = op
+        self.bias_param = bias_param
+
+
+def _product(ctx: FunctionContext | MethodContext, product: _Product, axis: str) -> Summand:
+    """``product`` as a summand: varying where one of its factors is."""
+    op, bias_param = product.op, product.bias_param
+    factors = next(term for term in lookup(op.name).terms if bias_param not in term)
+    kinds = [_kind(ctx, e, axis) for e in map(op.argument, factors) if e is not None]
     varying: AxisType | None = V if any(k is not None and is_varying(k) for k in kinds) else None
     return f"{spell(op.callee)}(...) without its {bias_param}", varying
 
