@@ -50,6 +50,7 @@ from spmd_types.typesystem import (
     SpmdType,
     Violation,
     axis_types_marker,
+    bounded_put,
     check_call_on_axes,
     check_fits,
     flattened_axes,
@@ -319,8 +320,15 @@ def _endpoint(arg: tuple[Expression, Type] | None) -> Endpoint | _Unreadable | N
     if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr) and expr.callee.fullname in SHARD_MARKERS:
         dim = int_literal(expr.args[0]) if len(expr.args) == 1 else None
         if dim is not None:
-            return Shard(dim)
+            shard = _SHARDS.get(dim)
+            return shard if shard is not None else bounded_put(_SHARDS, dim, Shard(dim), _SHARDS_MAX)
     return UNREADABLE
+
+
+_SHARDS: Final[dict[int, Shard]] = {}
+"""``S(dim)`` by dim, made once: ``Shard`` is immutable and interpreted in the compiled build (its ``__init__``
+costs a call into Python), and a model writes the same one or two at every collective."""
+_SHARDS_MAX: Final = 64
 
 
 def _marker(expr: Expression) -> object:
