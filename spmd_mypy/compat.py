@@ -117,6 +117,7 @@ __all__ = [
     "read_side_channel",
     "replace_type_variables",
     "returned_values",
+    "side_channel",
     "simplified_union",
     "size_one_spans",
     "statements_in",
@@ -778,6 +779,19 @@ def read_side_channel(instance: Instance) -> str | None:
     """
     text = _side_channel_value(instance, _SIDE_CHANNEL)
     return text if isinstance(text, str) else None
+
+
+def side_channel(instance: Instance) -> ExtraAttrs | None:
+    """The side channel itself where ``instance`` carries an SPMD type text in it; else ``None``.
+
+    Everything the plugin reads from a side channel is in this object, and mypy
+    never changes one in place (``Instance.copy_with_extra_attr`` copies it before
+    adding an attribute), while its copies of the Instance (the binder's at each
+    assignment, ``Instance.copy_modified``) share it: an answer about an
+    SPMD-typed value can be remembered by the identity of this object.
+    """
+    extra = instance.extra_attrs
+    return extra if extra is not None and _SIDE_CHANNEL in extra.attrs else None
 
 
 def _side_channel_value(instance: Instance, key: str) -> object:

@@ -39,6 +39,7 @@ from mypy.nodes import (
 from mypy.plugin import CheckerPluginInterface
 from mypy.types import (
     AnyType,
+    ExtraAttrs,
     Instance,
     LiteralType,
     NoneType,
@@ -50,10 +51,10 @@ from mypy.types import (
 )
 
 from spmd_mypy.axes import int_literal
-from spmd_mypy.compat import expression_type
+from spmd_mypy.compat import expression_type, side_channel
 from spmd_mypy.encoding import Divergent, Encoder, is_tensor
 from spmd_mypy.files import FileFacts
-from spmd_mypy.fullnames import CONSTANTS, FLOAT, INFINITIES, NUMBERS, SEQUENCES, STR
+from spmd_mypy.fullnames import CONSTANTS, FLOAT, INFINITIES, NUMBERS, SEQUENCES, SPMD_TENSORS, STR
 from spmd_mypy.identity import IdentityMemo
 from spmd_mypy.numbers import NumberReader
 from spmd_mypy.session import Session
@@ -243,6 +244,12 @@ value flows to the same type object (a parameter's at each use, an op's result, 
 :class:`Encoder`)."""
 
 
+_CARRIED_KEYS: Final[IdentityMemo[ExtraAttrs, int]] = IdentityMemo(8192)
+"""An SPMD-typed tensor's part of a key, by its side channel (:func:`~spmd_mypy.compat.side_channel`), from which
+the SPMD type, rank and entry orders are all read: mypy copies a variable's type at each assignment (a new
+Instance, not in :data:`_TENSOR_KEYS`) and the copy shares the side channel."""
+
+
 def _value_key(typ: Type, expr: Expression | None, file: FileFacts | None) -> int | None:
     """The number of what one argument reads as, for :func:`arguments_key`; ``None`` where that takes the
     full reading."""
@@ -266,8 +273,14 @@ def _read_key(typ: Type, proper: ProperType, expr: Expression | None, constant: 
     where the number reader is known to read ``expr`` as a constant (see :func:`_literal_facts`)."""
     if isinstance(proper, Instance) and is_tensor(proper):
         # No literal types as a tensor: literal_value() is NOT_KNOWN for every tensor expression.
-        return _TENSOR_KEYS.put(typ, _numbered((_TENSOR, Encoder.read(proper), Encoder.rank(proper),
-                                                Encoder.orders(proper))))
+        carrier = side_channel(proper) if proper.type.fullname in SPMD_TENSORS else None
+        carried = _CARRIED_KEYS.get(carrier) if carrier is not None else None
+        if carried is not None:
+            return _TENSOR_KEYS.put(typ, carried[1])
+        number = _numbered((_TENSOR, Encoder.read(proper), Encoder.rank(proper), Encoder.orders(proper)))
+        if carrier is not None:
+            _CARRIED_KEYS.put(carrier, number)
+        return _TENSOR_KEYS.put(typ, number)
     if not (constant or _read_as_constant(expr)) or isinstance(proper, TupleType) or (
             isinstance(proper, Instance) and proper.type.fullname in SEQUENCES):
         return None
