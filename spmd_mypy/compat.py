@@ -788,10 +788,10 @@ def side_channel(instance: Instance) -> ExtraAttrs | None:
     never changes one in place (``Instance.copy_with_extra_attr`` copies it before
     adding an attribute), while its copies of the Instance (the binder's at each
     assignment, ``Instance.copy_modified``) share it: an answer about an
-    SPMD-typed value can be remembered by the identity of this object.
+    SPMD-typed value can be remembered by the identity of this object.  "Carries a text" is
+    :func:`read_side_channel`'s test, so that an object handed out here is one the reading takes its type from.
     """
-    extra = instance.extra_attrs
-    return extra if extra is not None and _SIDE_CHANNEL in extra.attrs else None
+    return instance.extra_attrs if read_side_channel(instance) is not None else None
 
 
 def _side_channel_value(instance: Instance, key: str) -> object:
