@@ -58,7 +58,7 @@ from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.size_one import settle
 from spmd_mypy.source import source
-from spmd_mypy.verdict import Verdict
+from spmd_mypy.verdict import Report, Verdict
 from spmd_types.typesystem import (
     RETURN_VALUE,
     SpmdType,
@@ -369,7 +369,8 @@ def _compare_groups(have: ProperType, want: Instance) -> list[Violation]:
 
 
 def fit_declared(
-    session: Session, api: CheckerPluginInterface, result: Type, context: Context, verdict: Verdict
+    session: Session, api: CheckerPluginInterface, result: Type, context: Context, verdict: Verdict,
+    reports: list[Report],
 ) -> Type:
     """Check a computed value against the declared type it goes into; the type to give it.
 
@@ -378,8 +379,9 @@ def fit_declared(
     annotation (its type context is that declaration).  A variable whose type
     was inferred is not a declaration: it may be re-bound to any type.  The
     declared type is given back, so that mypy's own check (which knows
-    neither unknown axes nor shards) agrees.  A mismatch is reported into
-    ``verdict``, which also says whether mypy is only trying the expression
+    neither unknown axes nor shards) agrees.  A mismatch is added to
+    ``reports``; ``verdict``, the call's, is read, not changed (see
+    :mod:`spmd_mypy.repeats`): it says whether mypy is only trying the expression
     and, when a collective (its ``producer``) computed the value, that the fix
     offered on its axis is that call with the declared type as its ``dst``.
     """
@@ -428,7 +430,8 @@ def fit_declared(
         # value: a fix for this one breaks the others.
         violations = tuple(replace(v, fixes=()) for v in violations)
     value_name = source(context) if violations and isinstance(context, Expression) else None
-    verdict.report(violations, context, where, operands, value=value_name, speculative=verdict.speculative)
+    if violations:
+        reports.append(Report(tuple(violations), context, where, operands, value_name, verdict.speculative))
     # A value that fits and that mypy accepts as it is keeps its own type, so that a declared
     # variable re-bound to it is narrowed to it.
     return _kept(session, api, result) if not violations and _any_argument(result) else expected

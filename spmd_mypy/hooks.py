@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import Any, TypeAlias, TypeGuard, TypeVar
+from typing import Any, Final, TypeAlias, TypeGuard, TypeVar
 
 from mypy.nodes import Context, TypeInfo
 from mypy.plugin import (
@@ -84,10 +84,11 @@ from spmd_mypy.fullnames import (
     method_of,
     public_function_name,
 )
+from spmd_mypy.repeats import Repeats
 from spmd_mypy.report import emit
 from spmd_mypy.session import Session
 from spmd_mypy.values import typed_result
-from spmd_mypy.verdict import Verdict
+from spmd_mypy.verdict import Report, Verdict
 from spmd_types.typesystem import (
     AUTOGRAD_FUNCTIONS,
     EQUIVALENTS,
@@ -104,6 +105,11 @@ HookResult = TypeVar("HookResult")  # what the hook gives back
 CallContext = TypeVar("CallContext", FunctionContext, MethodContext)
 SignatureContext = TypeVar("SignatureContext", FunctionSigContext, MethodSigContext)
 RoutedHook = TypeVar("RoutedHook", bound=Callable[..., object])
+
+_FUNCTION: Final = 0
+_METHOD: Final = 1
+_ATTRIBUTE: Final = 2
+"""The kinds of hook :class:`_Checks` runs: of a function's call, a method's call, an attribute."""
 
 Handler: TypeAlias = Callable[[Session, HookContext], Verdict]
 """A handler of a call or an attribute: what it found, for :func:`finish` to apply."""
@@ -208,7 +214,7 @@ class Router:
         if _holds(known):
             return known[1]
         if known is None:  # first asked: the routing tables', if they have one
-            routed = self._calls_or_none(self._function_handler(fullname))
+            routed = self._calls_or_none(self._function_handler(fullname), _FUNCTION)
             if routed is not None:
                 return self._decided(self._functions, fullname, None, routed)
         return self._declared_function_hook(fullname)
@@ -250,7 +256,7 @@ class Router:
     def _declared_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
         """The hook of a user function, by what it declares now (see :mod:`spmd_mypy.callables`)."""
         declared = declared_function(self._session, fullname)
-        hook = self._calls_or_none(_boundary_handler(declared, fullname.rpartition(".")[2]))
+        hook = self._calls_or_none(_boundary_handler(declared, fullname.rpartition(".")[2]), _FUNCTION)
         return self._decided(self._functions, fullname, declared, hook)
 
     def function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
@@ -299,7 +305,7 @@ class Router:
         if _holds(known):
             return known[1]
         if known is None:
-            routed = self._calls_or_none(self._method_handler(fullname))
+            routed = self._calls_or_none(self._method_handler(fullname), _METHOD)
             if routed is not None:
                 return self._decided(self._methods, fullname, None, routed)
         return self._declared_method_hook(fullname)
@@ -331,7 +337,7 @@ class Router:
         declared = declared_method(self._session, owner, method)
         callee = f"{owner.rpartition('.')[2]}.{'forward' if method in ('__call__', 'apply') else method}"
         handler: Route[MethodContext] | None = _boundary_handler(declared, callee)
-        return self._decided(self._methods, fullname, declared, self._calls_or_none(handler))
+        return self._decided(self._methods, fullname, declared, self._calls_or_none(handler, _METHOD))
 
     def method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
         known = self._method_signatures.get(fullname)
@@ -387,12 +393,12 @@ class Router:
 
     def _attribute_hook_or_none(self, route: Route[AttributeContext] | None
                                 ) -> Callable[[AttributeContext], Type] | None:
-        return _Checks(self._session, route, attribute=True) if route is not None else None
+        return _Checks(self._session, route, _ATTRIBUTE) if route is not None else None
 
     # -- how each kind of hook runs its handler --------------------------------------
 
-    def _calls_or_none(self, route: Route[CallContext] | None) -> Callable[[CallContext], Type] | None:
-        return _Checks(self._session, route) if route is not None else None
+    def _calls_or_none(self, route: Route[CallContext] | None, kind: int) -> Callable[[CallContext], Type] | None:
+        return _Checks(self._session, route, kind) if route is not None else None
 
     def _signatures(
         self, handler: Callable[[Session, SignatureContext], FunctionLike]
@@ -438,12 +444,14 @@ class _Checks:
     ``__call__`` to a base without one crashed the compiled build).  One compiled object per hook, called
     by mypy for every checked expression: it reads each field of
     mypy's context once and calls the handler with positional arguments, where a closure around a
-    closure around a ``functools.partial`` made three calls and a keyword dictionary.
+    closure around a ``functools.partial`` made three calls and a keyword dictionary.  A call that mypy
+    checks a second time gets the verdict of the first (:mod:`spmd_mypy.repeats`).
     """
 
-    def __init__(self, session: Session, route: Route[Any], attribute: bool = False) -> None:
+    def __init__(self, session: Session, route: Route[Any], kind: int) -> None:
         self._session = session
-        self._for_attribute = attribute  # an attribute hook: mypy's own type is the context's default_attr_type
+        self._kind = kind  # _FUNCTION, _METHOD or _ATTRIBUTE: the kind of context mypy passes
+        self._repeats = Repeats()  # a call's verdict, for when mypy checks the call again (not an attribute's)
         self._debug = session.options.debug
         if isinstance(route, Bound):
             self._function: Callable[..., Verdict] = route.function
@@ -456,15 +464,29 @@ class _Checks:
 
     def __call__(self, ctx: Any) -> Type:  # FunctionContext, MethodContext or AttributeContext
         """The type of the expression of ``ctx``."""
-        default: Type = ctx.default_attr_type if self._for_attribute else ctx.default_return_type
+        kind = self._kind
+        default: Type = ctx.default_attr_type if kind == _ATTRIBUTE else ctx.default_return_type
         try:
-            session = self._session
-            verdict = self._function(session, ctx, self._argument) if self._bound else self._function(session, ctx)
-            return finish(session, ctx.api, ctx.context, default, verdict)
+            context = ctx.context
+            if kind == _ATTRIBUTE:
+                verdict = self._handled(ctx)
+            else:
+                verdict = self._call_verdict(ctx, context, ctx.type if kind == _METHOD else None, default)
+            return finish(self._session, ctx.api, context, default, verdict)
         except Exception as error:  # the plugin must never crash mypy
             if self._debug:
                 _note_failure(ctx, error)
             return default
+
+    def _call_verdict(self, ctx: Any, context: Context, receiver: Type | None, default: Type) -> Verdict:
+        """The handler's verdict on a call (``receiver``: the type of a method's object), or the one it gave
+        when mypy checked the same call before."""
+        repeats = self._repeats
+        verdict = repeats.find(ctx, context, receiver, default)
+        return verdict if verdict is not None else repeats.keep(ctx, context, receiver, default, self._handled(ctx))
+
+    def _handled(self, ctx: Any) -> Verdict:
+        return self._function(self._session, ctx, self._argument) if self._bound else self._function(self._session, ctx)
 
 
 def finish(session: Session, api: CheckerPluginInterface, context: Context, default: Type, verdict: Verdict) -> Type:
@@ -480,10 +502,14 @@ def finish(session: Session, api: CheckerPluginInterface, context: Context, defa
     result = verdict.result
     if result is not None:
         typed = typed_result(session, api, typed, result, verdict.rank, verdict.orders)
+    reports = verdict.reports
     if verdict.fit:
-        typed = fit_declared(session, api, typed, context, verdict)
-    if verdict.reports:  # most checks find nothing to report
-        emit(api, size_one.remaining(session, api, verdict.reports))
+        fitted: list[Report] = []
+        typed = fit_declared(session, api, typed, context, verdict, fitted)
+        if fitted:
+            reports = [*reports, *fitted]
+    if reports:  # most checks find nothing to report
+        emit(api, size_one.remaining(session, api, reports))
     return typed
 
 

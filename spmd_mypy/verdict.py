@@ -78,6 +78,9 @@ class Verdict:
     where ``speculative`` says whether mypy is only trying the expression and
     ``producer`` names the collective that computed it (its fix is then that
     call with another ``dst``).  ``reports`` starts empty (see :meth:`report`).
+Once its handler has returned it, a verdict is not changed (:func:`~spmd_mypy.hooks.finish`
+keeps the declaration's report apart), so that a call mypy checks twice can be
+given the same one (:mod:`spmd_mypy.repeats`).
 
     A plain class, not a dataclass: mypyc compiles a written ``__init__``, where
     a dataclass's is generated at import and runs as Python at each of the
