@@ -58,7 +58,7 @@ from spmd_mypy.report import spell
 from spmd_mypy.session import Session
 from spmd_mypy.size_one import settle
 from spmd_mypy.source import source
-from spmd_mypy.verdict import Report, Verdict
+from spmd_mypy.verdict import Report, Verdict, add_report
 from spmd_types.typesystem import (
     RETURN_VALUE,
     SpmdType,
@@ -430,8 +430,7 @@ def fit_declared(
         # value: a fix for this one breaks the others.
         violations = tuple(replace(v, fixes=()) for v in violations)
     value_name = source(context) if violations and isinstance(context, Expression) else None
-    if violations:
-        reports.append(Report(tuple(violations), context, where, operands, value_name, verdict.speculative))
+    add_report(reports, violations, context, where, operands, value_name, verdict.speculative)
     # A value that fits and that mypy accepts as it is keeps its own type, so that a declared
     # variable re-bound to it is narrowed to it.
     return _kept(session, api, result) if not violations and _any_argument(result) else expected

@@ -17,9 +17,9 @@ entries for the expressions inside the call, the rule tables).  So a call
 checked again with every one of these the same object gets the verdict of the
 first check: :func:`spmd_mypy.hooks.finish`, which reads the type context
 (different the second time) and reports, still runs on it, and changes no
-verdict it is given.  mypy builds
-the type of a literal (``2``, ``-1``, ``True``) anew at each inference: such an
-argument's type is compared by value instead.
+verdict it is given.  mypy builds the type of a literal (``2``, ``-1``,
+``True``) anew at each inference: such an argument's type is compared by value
+instead.
 
 Each hook remembers its last call, and is dropped whenever mypy parses a
 module (see :meth:`spmd_mypy.hooks.Router.forget_declared`).
@@ -48,8 +48,8 @@ class Repeats:
     One call is enough: the second inference of a call follows the first within
     the same expression, and no other call of the same callee comes between
     them (on the 100-block benchmark model, 934 of the 954 repeats that a table
-    of 64 calls per hook finds).  Kept in fields, not a table, since every checked call
-    replaces them.
+    of 64 calls per hook finds).  Kept in fields, not a table, since every
+    checked call replaces them.
     """
 
     def __init__(self) -> None:

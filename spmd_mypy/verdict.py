@@ -21,7 +21,7 @@ from mypy.types import Type
 from spmd_mypy.source import source
 from spmd_types.typesystem import AxisType, EntryOrders, SpmdType, Violation
 
-__all__ = ["Producer", "Report", "Verdict"]
+__all__ = ["Producer", "Report", "Verdict", "add_report"]
 
 
 @dataclass(frozen=True)
@@ -78,9 +78,10 @@ class Verdict:
     where ``speculative`` says whether mypy is only trying the expression and
     ``producer`` names the collective that computed it (its fix is then that
     call with another ``dst``).  ``reports`` starts empty (see :meth:`report`).
-Once its handler has returned it, a verdict is not changed (:func:`~spmd_mypy.hooks.finish`
-keeps the declaration's report apart), so that a call mypy checks twice can be
-given the same one (:mod:`spmd_mypy.repeats`).
+    Once its handler has returned it, a verdict is not changed
+    (:func:`~spmd_mypy.hooks.finish` keeps the declaration's report apart), so
+    that a call mypy checks twice can be given the same one
+    (:mod:`spmd_mypy.repeats`).
 
     A plain class, not a dataclass: mypyc compiles a written ``__init__``, where
     a dataclass's is generated at import and runs as Python at each of the
@@ -110,5 +111,11 @@ given the same one (:mod:`spmd_mypy.repeats`).
         speculative: bool = False,
     ) -> None:
         """Add ``violations`` (if any) to what is reported; see :class:`Report`."""
-        if violations:
-            self.reports.append(Report(tuple(violations), at, where, tuple(operands), value, speculative))
+        add_report(self.reports, violations, at, where, operands, value, speculative)
+
+
+def add_report(reports: list[Report], violations: Sequence[Violation], at: Context, where: str,
+               operands: Sequence[str | None], value: str | None, speculative: bool) -> None:
+    """Add ``violations`` (if any) to ``reports``, as :meth:`Verdict.report` does to a verdict's own."""
+    if violations:
+        reports.append(Report(tuple(violations), at, where, tuple(operands), value, speculative))
