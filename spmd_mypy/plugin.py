@@ -89,8 +89,10 @@ class SpmdPlugin(Plugin):
             raise SystemExit(2) from None
         if not options.allow_redefinition:
             print(WITHOUT_REDEFINITION_NOTE, file=sys.stderr)
-        self._fingerprint = _rules_fingerprint()
         self._session = Session(plugin_options, self.lookup_fully_qualified)
+        # mypy asks for this once per module it reads from its cache (every torch module): built once.
+        self._config_data = {"version": spmd_mypy.__version__, "rules": _rules_fingerprint(),
+                             **plugin_options.as_data()}
         self._router: Router | None = None
 
     def set_modules(self, modules: dict[str, MypyFile]) -> None:
@@ -121,7 +123,7 @@ class SpmdPlugin(Plugin):
     # -- configuration and dependencies ----------------------------------------------
 
     def report_config_data(self, ctx: ReportConfigContext) -> object:
-        return {"version": spmd_mypy.__version__, "rules": self._fingerprint, **self._session.options.as_data()}
+        return self._config_data
 
     def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
         # mypy calls this whenever it (re)parses a module, the daemon after an
