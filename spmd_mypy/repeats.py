@@ -27,19 +27,18 @@ module (see :meth:`spmd_mypy.hooks.Router.forget_declared`).
 
 from __future__ import annotations
 
-from typing import Final, TypeAlias
+from typing import TypeAlias
 
-from mypy.nodes import Context, Expression, FloatExpr, IntExpr, NameExpr, StrExpr, UnaryExpr
+from mypy.nodes import Context, Expression
 from mypy.plugin import FunctionContext, MethodContext
 from mypy.types import Type
 
+from spmd_mypy.values import plain_literal
 from spmd_mypy.verdict import Verdict
 
 __all__ = ["Repeats"]
 
 CallContext: TypeAlias = FunctionContext | MethodContext
-
-_BUILTIN_CONSTANTS: Final = frozenset({"builtins.True", "builtins.False", "builtins.None"})
 
 
 class Repeats:
@@ -99,15 +98,7 @@ def _same_arguments(before: list[list[Type]], now: list[list[Type]], args: list[
             return False
         exprs = args[k]
         for j in range(len(types)):
-            if was[j] is not types[j] and not (j < len(exprs) and _is_literal(exprs[j]) and was[j] == types[j]):
+            if was[j] is not types[j] and not (j < len(exprs) and plain_literal(exprs[j]) and was[j] == types[j]):
                 return False
     return True
 
-
-def _is_literal(expr: Expression) -> bool:
-    """Whether ``expr`` is a literal, whose type mypy builds anew at each inference and which has no SPMD type."""
-    if isinstance(expr, (IntExpr, FloatExpr, StrExpr)):
-        return True
-    if isinstance(expr, UnaryExpr):
-        return isinstance(expr.expr, (IntExpr, FloatExpr))
-    return isinstance(expr, NameExpr) and expr.fullname in _BUILTIN_CONSTANTS

@@ -83,6 +83,7 @@ __all__ = [
     "contains_tensor",
     "literal_kinds",
     "literal_value",
+    "plain_literal",
     "read_arguments",
     "typed_result",
     "with_result",
@@ -345,7 +346,7 @@ def _literal_facts(proper: ProperType, expr: Expression | None, file: FileFacts 
 def _assigned_literals(file: FileFacts, name: NameExpr) -> bool:
     """Whether every value that the function of ``name`` assigns to it is a literal."""
     for value in file.values_assigned(name.name, name):
-        if not _plain_literal(value):
+        if not plain_literal(value):
             return False
     return True
 
@@ -354,7 +355,7 @@ _DECLARED: Final = "declared"
 _ARITHMETIC: Final = "arithmetic"
 
 
-def _plain_literal(expr: Expression | None) -> bool:
+def plain_literal(expr: Expression | None) -> bool:
     """Whether ``expr`` is a literal that :class:`~spmd_mypy.numbers.NumberReader` never reads a type from."""
     if isinstance(expr, (IntExpr, FloatExpr, StrExpr)):
         return True
@@ -368,7 +369,7 @@ def _read_as_constant(expr: Expression | None) -> bool:
     """Whether :class:`~spmd_mypy.numbers.NumberReader` reads ``expr`` as a constant without reading another
     expression or a type: a literal, a declared variable or parameter (``dim`` in ``torch.ones(dim)``; the
     reader follows only inferred variables), or arithmetic on them (``3 * hidden``)."""
-    if _plain_literal(expr):
+    if plain_literal(expr):
         return True
     if isinstance(expr, NameExpr):
         return isinstance(expr.node, Var) and not expr.node.is_inferred and not expr.node.is_self
